@@ -1,0 +1,27 @@
+"""vpo-core: the vector-reward environment protocol, VPO and every baseline estimator, and metrics.
+
+The base install needs numpy only; engine adapters and the gymnasium wrapper import their heavy
+dependencies lazily.
+"""
+
+from vpo_core.env import TextEnv, goal_suffix
+from vpo_core.methods import METHODS, Method, get_method
+from vpo_core.registry import list_envs, make
+from vpo_core.spec import RewardSpec
+from vpo_core.types import Candidate, Message, Mode, Task
+
+__all__ = [
+    "METHODS",
+    "Candidate",
+    "Message",
+    "Method",
+    "Mode",
+    "RewardSpec",
+    "Task",
+    "TextEnv",
+    "get_method",
+    "goal_suffix",
+    "list_envs",
+    "make",
+]
+__version__ = "0.1.0"

@@ -1,0 +1,230 @@
+"""`TextEnv`: the protocol every domain package implements.
+
+An environment turns a task into chat messages, parses a completion into exactly m candidates, and
+scores each candidate with a vector reward. It knows nothing of engines, weights or sets: best-of-m,
+de-duplication policy, diversity and advantages live in vpo-core.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Hashable, Sequence
+from typing import Any, ClassVar, Generic, TypeVar
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from vpo_core.multi_answer import dedupe_reward_rows
+from vpo_core.spec import RewardSpec
+from vpo_core.types import Candidate, Message, Mode, Task
+
+__all__ = ["TextEnv", "goal_suffix"]
+
+P = TypeVar("P")
+A = TypeVar("A")
+
+_MODES = ("single", "multi")
+
+
+def goal_suffix(spec: RewardSpec, weights: ArrayLike) -> str:
+    """The paper's goal-conditioning suffix (appendix "Goal-Conditioning Suffix").
+
+    Args:
+        spec: The reward spec whose `descriptions` name the objectives.
+        weights: One weight per dimension, shape (d,).
+
+    Returns:
+        The text to append to the last user message, starting with a blank line.
+
+    Raises:
+        ValueError: If `weights` does not have shape (d,) or is not finite.
+    """
+    w = np.asarray(weights, dtype=np.float64)
+    if w.shape != (spec.dim,) or not np.all(np.isfinite(w)):
+        raise ValueError(f"goal weights must be {spec.dim} finite numbers (one per {spec.names}), got {weights!r}.")
+    lines = [f"- {desc}: {float(wi):.2f}" for desc, wi in zip(spec.descriptions, w, strict=True)]
+    return (
+        "\n\nYour objective weights (higher = more important to optimize):\n"
+        + "\n".join(lines)
+        + "\n\nMaximize your weighted score."
+    )
+
+
+class TextEnv(ABC, Generic[P, A]):
+    """A text environment with a vector reward.
+
+    Subclasses set `env_id` (equal to their ``vpo.envs`` entry-point name) and `reward_spec`, take their
+    configuration as keyword arguments in ``__init__`` (``vpo_core.make(env_id, **config)`` passes them
+    through), and implement `tasks`, `_render_prompt`, `_parse` and `reward`.
+
+    The public methods validate their arguments and enforce the protocol (exactly m candidates, one
+    reward row per candidate); the underscored hooks hold the domain logic.
+    """
+
+    env_id: ClassVar[str]
+    reward_spec: ClassVar[RewardSpec]
+    splits: ClassVar[tuple[str, ...]] = ("train", "test")
+
+    # ----------------------------------------------------------------------------------- abstract
+    @abstractmethod
+    def tasks(self, split: str) -> Sequence[Task[P]]:
+        """All tasks of a split, deterministic and index-addressable.
+
+        Args:
+            split: One of `splits`.
+
+        Returns:
+            The tasks, in a fixed order; ``tasks(split)[i].index == i``.
+        """
+
+    @abstractmethod
+    def _render_prompt(self, task: Task[P], mode: Mode, m: int) -> list[Message]:
+        """Domain hook for `render_prompt` (arguments already validated)."""
+
+    @abstractmethod
+    def _parse(self, task: Task[P], completion: str, mode: Mode, m: int) -> list[Candidate[A]]:
+        """Domain hook for `parse` (arguments already validated). Must never raise."""
+
+    @abstractmethod
+    def reward(self, task: Task[P], candidate: Candidate[A]) -> NDArray[np.float64]:
+        """The vector reward of one candidate.
+
+        Args:
+            task: The task.
+            candidate: A candidate returned by `parse` for this task.
+
+        Returns:
+            The reward, shape (d,), finite and inside the spec's bounds.
+        """
+
+    # ------------------------------------------------------------------------------ overridable
+    def spec_for(self, task: Task[P]) -> RewardSpec:
+        """The reward spec of one task (override where d varies per task, as in env-lcb)."""
+        return self.reward_spec
+
+    def reference_completion(self, task: Task[P], *, mode: Mode = "single", m: int = 1) -> str | None:
+        """A completion that solves the task (an oracle), or None if the env has none.
+
+        In multi mode it holds m answers; `check_env` requires it to be a success.
+        """
+        return None
+
+    def dedup_key(self, task: Task[P], candidate: Candidate[A]) -> Hashable | None:
+        """Key under which duplicate candidates collapse in training (multi mode).
+
+        Returns None to de-duplicate by reward vector (the rule of MuSiQue, EUREQA and ToolRL);
+        maze overrides it with the normalised move sequence.
+        """
+        return None
+
+    def rewards(self, task: Task[P], candidates: Sequence[Candidate[A]]) -> NDArray[np.float64]:
+        """Vector rewards of several candidates (env-lcb batches them).
+
+        Args:
+            task: The task.
+            candidates: Candidates from `parse`, length k.
+
+        Returns:
+            Rewards, shape (k, d).
+        """
+        d = self.spec_for(task).dim
+        if not candidates:
+            return np.zeros((0, d), dtype=np.float64)
+        return np.stack([np.asarray(self.reward(task, c), dtype=np.float64) for c in candidates]).reshape(-1, d)
+
+    def is_success(self, rewards: ArrayLike, task: Task[P] | None = None) -> NDArray[np.bool_]:
+        """Whether reward vectors count as solving the task (for pass@k).
+
+        By default the w*-scalar must be at its maximum.
+
+        Args:
+            rewards: Reward vectors, shape (..., d).
+            task: The task (needed where the spec varies per task).
+
+        Returns:
+            Booleans, shape (...).
+        """
+        spec = self.reward_spec if task is None else self.spec_for(task)
+        return spec.scalarize(rewards) >= spec.max_scalar() - 1e-9
+
+    # ---------------------------------------------------------------------------------- public
+    def render_prompt(
+        self,
+        task: Task[P],
+        *,
+        mode: Mode = "single",
+        m: int = 1,
+        goal_weights: ArrayLike | None = None,
+    ) -> list[Message]:
+        """Chat messages that pose the task.
+
+        Args:
+            task: The task.
+            mode: ``"single"`` (one answer) or ``"multi"`` (m answers in numbered tags).
+            m: Number of answers asked for; must be 1 in single mode.
+            goal_weights: If given, shape (d,): the goal-conditioning suffix with these weights is
+                appended to the last user message (the goal-conditioned GRPO baseline).
+
+        Returns:
+            The messages, ending with a user message.
+        """
+        _check_mode(mode, m)
+        messages = [Message(role=msg["role"], content=msg["content"]) for msg in self._render_prompt(task, mode, m)]
+        if goal_weights is not None:
+            suffix = goal_suffix(self.spec_for(task), goal_weights)
+            last = max(i for i, msg in enumerate(messages) if msg["role"] == "user")
+            messages[last] = Message(role="user", content=messages[last]["content"] + suffix)
+        return messages
+
+    def parse(self, task: Task[P], completion: str, *, mode: Mode = "single", m: int = 1) -> list[Candidate[A]]:
+        """Parse a completion into exactly m candidates; never raises on any string.
+
+        Args:
+            task: The task.
+            completion: The model's response text.
+            mode: Prompt mode the completion answers.
+            m: Number of answers.
+
+        Returns:
+            Exactly m candidates (missing ones have ``answer=None``).
+        """
+        _check_mode(mode, m)
+        if not isinstance(completion, str):
+            raise TypeError(f"completion must be a str, got {type(completion).__name__}.")
+        candidates = list(self._parse(task, completion, mode, m))[:m]
+        while len(candidates) < m:
+            candidates.append(Candidate(index=len(candidates), text="", answer=None, error="missing"))
+        return candidates
+
+    def score(self, task: Task[P], completion: str, *, mode: Mode = "single", m: int = 1) -> NDArray[np.float64]:
+        """Parse and score a completion.
+
+        Returns:
+            Rewards of its m candidates, shape (m, d).
+        """
+        return self.rewards(task, self.parse(task, completion, mode=mode, m=m))
+
+    def training_rewards(self, task: Task[P], candidates: Sequence[Candidate[A]]) -> NDArray[np.float64]:
+        """Rewards with duplicates zeroed, as used for training in multi mode.
+
+        Duplicates (by `dedup_key`, or by reward vector where it returns None) are replaced by zero
+        rows moved to the end; the matrix keeps its k rows (the paper's de-duplicate, zero-pad).
+
+        Returns:
+            Rewards, shape (k, d).
+        """
+        rewards = self.rewards(task, candidates)
+        keys = [self.dedup_key(task, c) for c in candidates]
+        return dedupe_reward_rows(rewards, None if all(k is None for k in keys) else keys)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(env_id={getattr(self, 'env_id', '?')!r})"
+
+
+def _check_mode(mode: Any, m: Any) -> None:
+    if mode not in _MODES:
+        raise ValueError(f"mode must be one of {_MODES}, got {mode!r}.")
+    if not isinstance(m, int | np.integer) or isinstance(m, bool) or m < 1:
+        raise ValueError(f"m must be a positive int, got {m!r}.")
+    if mode == "single" and m != 1:
+        raise ValueError(f"mode='single' asks for one answer, so m must be 1 (got m={m}); use mode='multi'.")

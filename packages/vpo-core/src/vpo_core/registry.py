@@ -1,0 +1,113 @@
+"""Environment discovery through the ``vpo.envs`` entry-point group: lazy and loud.
+
+`list_envs` reads package metadata only; `make` imports exactly the one package that provides the
+requested id. A plugin that fails to import raises; it is never skipped.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import logging
+import re
+from importlib.metadata import EntryPoint, entry_points
+from typing import Any
+
+from vpo_core.env import TextEnv
+
+__all__ = ["ENTRY_POINT_GROUP", "list_envs", "make", "resolve_env_class"]
+
+ENTRY_POINT_GROUP = "vpo.envs"
+_VERSIONED = re.compile(r"^(?P<name>.+)-v(?P<version>\d+)$")
+logger = logging.getLogger(__name__)
+
+
+def _entry_points() -> dict[str, EntryPoint]:
+    found: dict[str, EntryPoint] = {}
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name in found and found[ep.name].value != ep.value:
+            first = getattr(found[ep.name].dist, "name", "?")
+            second = getattr(ep.dist, "name", "?")
+            raise RuntimeError(
+                f"env id {ep.name!r} is registered twice in {ENTRY_POINT_GROUP!r}: by {first} "
+                f"({found[ep.name].value}) and by {second} ({ep.value}); uninstall one of them."
+            )
+        found[ep.name] = ep
+    return found
+
+
+def list_envs() -> list[str]:
+    """Ids of every installed environment, sorted. Imports nothing."""
+    return sorted(_entry_points())
+
+
+def _resolve_id(env_id: str, available: dict[str, EntryPoint]) -> str:
+    if env_id in available:
+        return env_id
+    if not _VERSIONED.match(env_id):
+        versions = [
+            (int(m.group("version")), name)
+            for name in available
+            if (m := _VERSIONED.match(name)) and m.group("name") == env_id
+        ]
+        if versions:
+            latest = max(versions)[1]
+            logger.info("env id %r has no version; using the latest, %r.", env_id, latest)
+            return latest
+    close = difflib.get_close_matches(env_id, list(available), n=3, cutoff=0.5)
+    hint = f" Did you mean {close[0]!r}?" if close else ""
+    installed = ", ".join(sorted(available)) or "none"
+    raise KeyError(
+        f"unknown env id {env_id!r}.{hint} Installed envs: {installed}. "
+        f"Install the env's package (e.g. `pip install env-maze`) or pass 'package.module:Class'."
+    )
+
+
+def resolve_env_class(env_id: str) -> type[TextEnv[Any, Any]]:
+    """The class behind an env id, importing only its package.
+
+    Args:
+        env_id: An installed id (``"maze-v1"``), an unversioned name (``"maze"``, the latest version),
+            or ``"package.module:Class"`` for an env that is not installed as a plugin.
+
+    Returns:
+        The `TextEnv` subclass.
+
+    Raises:
+        KeyError: If no installed env has that id.
+        TypeError: If the entry point does not name a `TextEnv` subclass with a matching `env_id`.
+    """
+    if not isinstance(env_id, str) or not env_id:
+        raise KeyError(f"env id must be a non-empty string, got {env_id!r}.")
+    if ":" in env_id:
+        module_name, _, attr = env_id.partition(":")
+        obj: Any = importlib.import_module(module_name)
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+        cls = obj
+        expected_id = None
+    else:
+        available = _entry_points()
+        expected_id = _resolve_id(env_id, available)
+        cls = available[expected_id].load()
+    if not (isinstance(cls, type) and issubclass(cls, TextEnv)):
+        raise TypeError(f"{env_id!r} resolves to {cls!r}, which is not a vpo_core.TextEnv subclass.")
+    if expected_id is not None and getattr(cls, "env_id", None) != expected_id:
+        raise TypeError(
+            f"{cls.__module__}.{cls.__qualname__}.env_id is {getattr(cls, 'env_id', None)!r} but it is registered "
+            f"as {expected_id!r}; make the class attribute equal the entry-point name."
+        )
+    return cls
+
+
+def make(env_id: str, **config: Any) -> TextEnv[Any, Any]:
+    """Build an environment by id.
+
+    Args:
+        env_id: See `resolve_env_class`.
+        **config: Keyword configuration passed to the env's constructor (e.g. ``data_dir=...``).
+
+    Returns:
+        The environment instance.
+    """
+    return resolve_env_class(env_id)(**config)
