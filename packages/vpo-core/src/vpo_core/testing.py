@@ -1,0 +1,206 @@
+"""`check_env`: the conformance suite every environment package runs in its tests.
+
+It checks the promises of the protocol on a handful of tasks per split: deterministic tasks, disjoint
+splits, prompts in both modes, total parsing (garbage, empty, truncated and huge text) into exactly m
+candidates, finite in-bounds deterministic rewards, zero reward for empty completions, oracle
+completions that succeed, and pickling (Ray ships envs between processes).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import pickle
+import string
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from vpo_core.env import TextEnv
+from vpo_core.registry import list_envs, resolve_env_class
+from vpo_core.spec import RewardSpec
+from vpo_core.types import Task
+
+__all__ = ["EnvCheckError", "check_env"]
+
+
+class EnvCheckError(AssertionError):
+    """A conformance check failed; the message names the check, the task and what was seen."""
+
+
+def _fail(message: str) -> None:
+    raise EnvCheckError(message)
+
+
+def _payload_digest(task: Task[Any]) -> str:
+    return hashlib.sha256(pickle.dumps(task.payload, protocol=4)).hexdigest()
+
+
+def _garbage(rng: np.random.Generator, n: int) -> list[str]:
+    alphabet = [*string.printable, "é", "漢", "🙂", "\u200b", "\x00", "—"]
+    texts = ["".join(rng.choice(alphabet, size=int(rng.integers(1, 400)))) for _ in range(n)]
+    texts += ["<", "</", "<response_1>", "<route_1>UP", "<answer>", "```python\n", "{", "[[[", "\\", "\n" * 50]
+    return texts
+
+
+def _sample_tasks(tasks: Sequence[Task[Any]], max_tasks: int) -> list[Task[Any]]:
+    if len(tasks) <= max_tasks:
+        return list(tasks)
+    idx = np.unique(np.linspace(0, len(tasks) - 1, max_tasks).round().astype(int))
+    return [tasks[int(i)] for i in idx]
+
+
+def _check_spec(spec: RewardSpec, where: str) -> None:
+    if not isinstance(spec, RewardSpec):
+        _fail(f"{where}: reward spec must be a vpo_core.RewardSpec, got {type(spec).__name__}.")
+    if np.any(spec.low_array != 0.0) and not np.all(spec.low_array <= 0.0):
+        _fail(f"{where}: reward lower bounds must be <= 0 so that the zero vector (unparseable) is in bounds.")
+
+
+def _check_rewards(env: TextEnv[Any, Any], task: Task[Any], rewards: Any, k: int, where: str) -> np.ndarray:
+    spec = env.spec_for(task)
+    r = np.asarray(rewards)
+    if r.shape != (k, spec.dim):
+        _fail(f"{where}: rewards of task {task.id} have shape {r.shape}, expected ({k}, {spec.dim}).")
+    if r.dtype != np.float64:
+        _fail(f"{where}: rewards of task {task.id} have dtype {r.dtype}, expected float64.")
+    if not np.all(np.isfinite(r)):
+        _fail(f"{where}: rewards of task {task.id} are not finite: {r!r}.")
+    if np.any(r < spec.low_array - 1e-12) or np.any(r > spec.high_array + 1e-12):
+        _fail(f"{where}: rewards of task {task.id} leave the bounds [{spec.low}, {spec.high}]: {r!r}.")
+    return r
+
+
+def _check_parse(env: TextEnv[Any, Any], task: Task[Any], text: str, mode: str, m: int, where: str) -> np.ndarray:
+    try:
+        candidates = env.parse(task, text, mode=mode, m=m)  # type: ignore[arg-type]
+    except Exception as exc:
+        _fail(
+            f"{where}: parse raised {type(exc).__name__}: {exc} on task {task.id} (mode={mode}, m={m}) "
+            f"for input {text[:80]!r}...; parsers must be total."
+        )
+        raise  # unreachable, keeps type checkers happy
+    if len(candidates) != m:
+        _fail(f"{where}: parse returned {len(candidates)} candidates for m={m} on task {task.id}.")
+    try:
+        raw = env.rewards(task, candidates)
+    except Exception as exc:
+        _fail(
+            f"{where}: rewards raised {type(exc).__name__}: {exc} on task {task.id} (mode={mode}, m={m}) "
+            f"for input {text[:80]!r}; rewards of parsed candidates must always be defined."
+        )
+        raise
+    rewards = _check_rewards(env, task, raw, m, where)
+    again = env.rewards(task, env.parse(task, text, mode=mode, m=m))  # type: ignore[arg-type]
+    if not np.array_equal(rewards, again):
+        _fail(f"{where}: rewards of task {task.id} are not deterministic for input {text[:80]!r}.")
+    training = np.asarray(env.training_rewards(task, candidates))
+    if training.shape != rewards.shape:
+        _fail(f"{where}: training_rewards shape {training.shape} differs from rewards shape {rewards.shape}.")
+    return rewards
+
+
+def check_env(
+    env: TextEnv[Any, Any],
+    *,
+    max_tasks: int = 4,
+    m: int = 3,
+    seed: int = 0,
+    make_fresh: Callable[[], TextEnv[Any, Any]] | None = None,
+    splits: Sequence[str] | None = None,
+) -> None:
+    """Run the conformance suite on an environment.
+
+    Args:
+        env: The environment instance (configured, e.g. with a fixture `data_dir`).
+        max_tasks: Tasks examined per split (spread evenly over the split).
+        m: Number of answers used for multi-mode checks.
+        seed: Seed for the garbage inputs.
+        make_fresh: Builds a second, independent instance with the same config (defaults to a pickle
+            round trip) to check that tasks are identical across constructions.
+        splits: Splits to check (default: the env's `splits`).
+
+    Raises:
+        EnvCheckError: On the first failed check, with a message naming it.
+    """
+    where = type(env).__name__
+    if not isinstance(env, TextEnv):
+        _fail(f"{where} is not a vpo_core.TextEnv.")
+    env_id = getattr(env, "env_id", None)
+    if not isinstance(env_id, str) or not env_id:
+        _fail(f"{where}.env_id must be a non-empty string, got {env_id!r}.")
+    if env_id in list_envs() and resolve_env_class(env_id) is not type(env):
+        _fail(f"{where}: the entry point {env_id!r} resolves to {resolve_env_class(env_id)!r}, not {type(env)!r}.")
+    _check_spec(env.reward_spec, where)
+
+    try:
+        clone = pickle.loads(pickle.dumps(env))
+    except Exception as exc:
+        _fail(f"{where} does not pickle ({type(exc).__name__}: {exc}); Ray ships envs between processes.")
+    fresh = make_fresh() if make_fresh is not None else clone
+
+    rng = np.random.default_rng(seed)
+    garbage = _garbage(rng, 6)
+    digests: dict[str, str] = {}
+    ids: dict[str, str] = {}
+    for split in splits if splits is not None else env.splits:
+        tasks = env.tasks(split)
+        if len(tasks) == 0:
+            _fail(f"{where}: split {split!r} has no tasks.")
+        again = fresh.tasks(split)
+        if len(again) != len(tasks):
+            _fail(f"{where}: split {split!r} has {len(tasks)} tasks in one construction, {len(again)} in another.")
+        for task in _sample_tasks(tasks, max_tasks):
+            if task.split != split or tasks[task.index].id != task.id:
+                _fail(f"{where}: task {task.id} has split={task.split!r} index={task.index} inside split {split!r}.")
+            twin = again[task.index]
+            if twin.id != task.id or _payload_digest(twin) != _payload_digest(task):
+                _fail(f"{where}: task {split}[{task.index}] differs between two constructions.")
+            digest = _payload_digest(task)
+            if digest in digests and digests[digest] != split:
+                _fail(f"{where}: task {task.id} of split {split!r} also appears in split {digests[digest]!r}.")
+            if task.id in ids and ids[task.id] != split:
+                _fail(f"{where}: task id {task.id} is used in splits {ids[task.id]!r} and {split!r}.")
+            digests[digest] = split
+            ids[task.id] = split
+            _check_task(env, clone, task, m, garbage, where)
+
+
+def _check_task(
+    env: TextEnv[Any, Any], clone: TextEnv[Any, Any], task: Task[Any], m: int, garbage: list[str], where: str
+) -> None:
+    spec = env.spec_for(task)
+    _check_spec(spec, where)
+    for mode, k in (("single", 1), ("multi", m)):
+        messages = env.render_prompt(task, mode=mode, m=k)  # type: ignore[arg-type]
+        if not messages or messages[-1]["role"] != "user" or not all(msg["content"].strip() for msg in messages):
+            _fail(
+                f"{where}: render_prompt({task.id}, mode={mode}) must give non-empty messages ending with a user turn."
+            )
+        weights = np.full(spec.dim, 1.0 / spec.dim)
+        goal = env.render_prompt(task, mode=mode, m=k, goal_weights=weights)  # type: ignore[arg-type]
+        if "Maximize your weighted score." not in goal[-1]["content"]:
+            _fail(f"{where}: the goal-conditioning suffix is missing from the last user message of {task.id}.")
+        if env.render_prompt(task, mode=mode, m=k) != messages:  # type: ignore[arg-type]
+            _fail(f"{where}: render_prompt({task.id}, mode={mode}) is not deterministic.")
+
+        empty = _check_parse(env, task, "", mode, k, where)
+        if np.any(empty != 0.0):
+            _fail(f"{where}: an empty completion must score all zeros on task {task.id}, got {empty!r}.")
+        for text in garbage:
+            _check_parse(env, task, text, mode, k, where)
+        if np.any(env.is_success(empty, task)):
+            _fail(f"{where}: an empty completion counts as a success on task {task.id}.")
+
+        reference = env.reference_completion(task, mode=mode, m=k)  # type: ignore[arg-type]
+        if reference is None:
+            continue
+        rewards = _check_parse(env, task, reference, mode, k, where)
+        if not np.any(env.is_success(rewards, task)):
+            _fail(f"{where}: reference_completion of {task.id} (mode={mode}) is not a success: rewards {rewards!r}.")
+        for cut in (len(reference) // 3, len(reference) // 2, len(reference) - 1):
+            _check_parse(env, task, reference[:cut], mode, k, where)
+        _check_parse(env, task, reference * 200, mode, k, where)
+        cloned = clone.score(task, reference, mode=mode, m=k)  # type: ignore[arg-type]
+        if not np.array_equal(cloned, rewards):
+            _fail(f"{where}: a pickled copy scores the reference completion of {task.id} differently.")
