@@ -10,6 +10,7 @@ Arguments are `key=value` pairs (plus flags such as `--dry-run`); `engine` picks
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 ENGINES = ("local", "verl")
@@ -33,11 +34,15 @@ def main(argv: list[str] | None = None) -> int:
     if any(a in ("-h", "--help") for a in args) and not any(a.startswith("engine=") for a in args):
         print(__doc__)
     engine, rest = split_engine(args)
-    if engine == "verl":
-        from vpo_core.adapters.verl.launch import main as engine_main
-    else:
-        from vpo_core.adapters.local.train import main as engine_main
-    return engine_main(rest)
+    module_name = f"vpo_core.adapters.{engine}.{'launch' if engine == 'verl' else 'train'}"
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name is None or not module_name.startswith(exc.name):
+            raise  # a dependency of the engine is missing: show the real error
+        print(f"engine={engine} is not yet available in this version ({module_name} is not implemented yet).")
+        return 0
+    return module.main(rest)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ The base install needs numpy only; engine adapters and the gymnasium wrapper imp
 dependencies lazily.
 """
 
+from vpo_core.advantages import compute_advantages
 from vpo_core.env import TextEnv, goal_suffix
 from vpo_core.methods import METHODS, Method, get_method
 from vpo_core.registry import list_envs, make
@@ -19,6 +20,7 @@ __all__ = [
     "RewardSpec",
     "Task",
     "TextEnv",
+    "compute_advantages",
     "get_method",
     "goal_suffix",
     "list_envs",

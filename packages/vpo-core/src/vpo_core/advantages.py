@@ -1,0 +1,526 @@
+"""Advantages for VPO and every baseline of the paper, over a batch laid out (B groups, G rollouts).
+
+`compute_advantages` is the one entry point: it turns rewards (B, G, m, d) into the rollout scalars
+of the chosen method (`rollout_scalars`) and normalises them within each group. The building blocks
+(`group_zscore`, `max_at_k_transform`, `maxrl_advantages`, `gdpo_advantages`, `zscore_by_index`) are
+public so that engine adapters reuse them instead of re-deriving the math.
+
+Conventions (estimators.md): the z-score uses the population std with eps = 1e-6 added, and a group
+whose std is below eps gets all-zero advantages (the paper's appendix); ``std="unbiased"`` gives
+veRL's convention instead (Bessel-corrected std; a singleton group keeps mean 0 and std 1).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from vpo_core.methods import get_method
+from vpo_core.weights import group_gamma_draws, group_weights
+
+__all__ = [
+    "GroupLayout",
+    "compute_advantages",
+    "gdpo_advantages",
+    "group_layout",
+    "group_zscore",
+    "max_at_k_advantages",
+    "max_at_k_transform",
+    "maxrl_advantages",
+    "rollout_scalars",
+    "zscore_by_index",
+]
+
+Std = Literal["population", "unbiased"]
+_STDS = ("population", "unbiased")
+_OPTIONS = {"std", "eps", "goal_weights", "k", "response_lengths", "gdpo_weights", "divide_by_n"}
+
+
+# ------------------------------------------------------------------------------------ validation
+def _check_std(std: Any) -> None:
+    if std not in _STDS:
+        raise ValueError(f"std must be one of {_STDS}, got {std!r}.")
+
+
+def _check_scores(x: ArrayLike, name: str = "scores") -> NDArray[np.float64]:
+    array = np.asarray(x, dtype=np.float64)
+    if array.ndim != 2 or array.shape[1] < 1:
+        raise ValueError(f"{name} must have shape (B groups, G rollouts), got {array.shape}.")
+    if not np.all(np.isfinite(array)):
+        raise ValueError(f"{name} contains NaN or inf.")
+    return array
+
+
+def _check_rewards(rewards: ArrayLike) -> NDArray[np.float64]:
+    r = np.asarray(rewards, dtype=np.float64)
+    if r.ndim != 4:
+        raise ValueError(f"rewards must have shape (B groups, G rollouts, m candidates, d dims), got {r.shape}.")
+    if 0 in r.shape[1:]:
+        raise ValueError(f"rewards must have G, m and d >= 1, got shape {r.shape}.")
+    if not np.all(np.isfinite(r)):
+        raise ValueError("rewards contain NaN or inf; a reward function must return finite values.")
+    return r
+
+
+def _check_vector(w: ArrayLike, d: int, name: str) -> NDArray[np.float64]:
+    array = np.asarray(w, dtype=np.float64)
+    if array.shape != (d,):
+        raise ValueError(f"{name} must have shape ({d},) to match the rewards' d, got {array.shape}.")
+    if not np.all(np.isfinite(array)):
+        raise ValueError(f"{name} contains NaN or inf.")
+    return array
+
+
+def _keys(group_keys: Sequence[Hashable] | None, n_groups: int) -> Sequence[Hashable]:
+    if group_keys is None:
+        return range(n_groups)
+    if len(group_keys) != n_groups:
+        raise ValueError(f"group_keys must have one key per group ({n_groups}), got {len(group_keys)}.")
+    return group_keys
+
+
+# ------------------------------------------------------------------------------------ normalisers
+def group_zscore(scores: ArrayLike, *, std: Std = "population", eps: float = 1e-6) -> NDArray[np.float64]:
+    """Within-group z-score.
+
+    Args:
+        scores: Rollout scalars, shape (B, G).
+        std: ``"population"`` (the paper: zeros when the std is below eps) or ``"unbiased"`` (veRL).
+        eps: Added to the std.
+
+    Returns:
+        Advantages, shape (B, G).
+    """
+    _check_std(std)
+    x = _check_scores(scores)
+    n = x.shape[1]
+    mean = x.mean(axis=1, keepdims=True)
+    centred = x - mean
+    if std == "population":
+        sd = np.sqrt(np.mean(centred * centred, axis=1, keepdims=True))
+        out = centred / (sd + eps)
+        return np.where(sd < eps, 0.0, out)
+    if n == 1:  # veRL: a singleton group gets mean 0 and std 1
+        return x / (1.0 + eps)
+    sd = np.sqrt(np.sum(centred * centred, axis=1, keepdims=True) / (n - 1))
+    return centred / (sd + eps)
+
+
+def _log_binom_table(n: int) -> NDArray[np.float64]:
+    """log(t!) for t = 0..n, exact to one ulp (math.lgamma)."""
+    return np.array([math.lgamma(t + 1.0) for t in range(n + 1)], dtype=np.float64)
+
+
+def _binom_ratio(top: NDArray[np.int64], choose: int, n: int, k: int, log_fact: NDArray[np.float64]) -> NDArray:
+    """C(top, choose) / C(n, k), elementwise over `top`, with C(a, b) = 0 outside 0 <= b <= a."""
+    valid = (top >= choose) & (choose >= 0)
+    safe = np.where(valid, top, choose if choose >= 0 else 0)
+    log_num = log_fact[safe] - (log_fact[choose] if choose >= 0 else 0.0) - log_fact[np.maximum(safe - choose, 0)]
+    log_den = log_fact[n] - log_fact[k] - log_fact[n - k]
+    return np.where(valid, np.exp(log_num - log_den), 0.0)
+
+
+def max_at_k_transform(scores: ArrayLike, k: int) -> NDArray[np.float64]:
+    """The unbiased per-sample max@k weights s_i (Bagirov et al.; PKPO's s), estimators.md §6.
+
+    s_i = (1/C(n,k)) Σ over k-subsets S containing i of max_{l∈S} x_l; Σ_i s_i = k·(max@k estimate).
+    Computed in O(n log n) per group: one sort, a diagonal term and a reverse cumulative sum.
+
+    Args:
+        scores: Rollout scalars, shape (B, n).
+        k: Subset size, 1 <= k <= n.
+
+    Returns:
+        s, shape (B, n), in the rollouts' original order.
+    """
+    x = _check_scores(scores)
+    n = x.shape[1]
+    if not isinstance(k, int | np.integer) or not 1 <= k <= n:
+        raise ValueError(f"k must be an int in [1, n={n}], got {k!r}.")
+    order = np.argsort(x, axis=1, kind="stable")
+    xs = np.take_along_axis(x, order, axis=1)
+    ranks = np.arange(1, n + 1)
+    log_fact = _log_binom_table(n)
+    diag = _binom_ratio(ranks - 1, k - 1, n, k, log_fact) * xs  # C(i-1,k-1)/C(n,k) x_(i)
+    off = _binom_ratio(ranks - 2, k - 2, n, k, log_fact) * xs if k >= 2 else np.zeros_like(xs)  # C(j-2,k-2)/C(n,k)
+    tail = np.cumsum(off[:, ::-1], axis=1)[:, ::-1]  # Σ_{j>=i}
+    exclusive = np.concatenate([tail[:, 1:], np.zeros((x.shape[0], 1))], axis=1)  # Σ_{j>i}
+    s_sorted = diag + exclusive
+    s = np.empty_like(s_sorted)
+    np.put_along_axis(s, order, s_sorted, axis=1)
+    return s
+
+
+def max_at_k_advantages(
+    scores: ArrayLike, k: int | None = None, *, std: Std = "population", eps: float = 1e-6
+) -> NDArray[np.float64]:
+    """The Max@k baseline as run for the VPO paper: the z-score of the unbiased max@k weights.
+
+    Args:
+        scores: Rollout scalars, shape (B, G).
+        k: Subset size; default max(2, G // 2). k >= G is rejected (the z-score would be degenerate).
+        std: z-score convention.
+        eps: Added to the std.
+
+    Returns:
+        Advantages, shape (B, G).
+    """
+    x = _check_scores(scores)
+    n = x.shape[1]
+    k = max(2, n // 2) if k is None else k
+    if not isinstance(k, int | np.integer) or not 1 <= k < n:
+        raise ValueError(f"max_at_k needs an int k with 1 <= k < G={n} (G rollouts per group), got {k!r}.")
+    return group_zscore(max_at_k_transform(x, int(k)), std=std, eps=eps)
+
+
+def maxrl_advantages(scores: ArrayLike, *, eps: float = 1e-6, divide_by_n: bool = False) -> NDArray[np.float64]:
+    """MaxRL: (x - mean) / (mean + eps) within each group; zero where the group mean is 0.
+
+    Args:
+        scores: Rollout scalars, shape (B, G).
+        eps: Added to the mean.
+        divide_by_n: Divide by G as veRL's official estimator does (a constant learning-rate factor).
+
+    Returns:
+        Advantages, shape (B, G).
+    """
+    x = _check_scores(scores)
+    mean = x.mean(axis=1, keepdims=True)
+    out = np.where(mean == 0.0, 0.0, (x - mean) / (mean + eps))
+    return out / x.shape[1] if divide_by_n else out
+
+
+def gdpo_advantages(
+    per_dim: ArrayLike,
+    *,
+    weights: ArrayLike | None = None,
+    response_lengths: ArrayLike | None = None,
+    std: Std = "population",
+    eps: float = 1e-6,
+    whiten_eps: float = 1e-8,
+) -> NDArray[np.float64]:
+    """GDPO: per-dimension group z-scores, weighted sum, then whitening over the whole batch.
+
+    Args:
+        per_dim: Per-dimension rollout rewards, shape (B, G, d).
+        weights: Channel weights, shape (d,); default all ones.
+        response_lengths: Valid tokens per rollout, shape (B, G). If given, the whitening is
+            token-weighted like veRL's ``masked_whiten`` (each rollout counts once per token);
+            otherwise every rollout counts once.
+        std: z-score convention of the per-dimension step (veRL uses ``"unbiased"``).
+        eps: Added to the per-dimension std.
+        whiten_eps: Added to the batch variance before the square root.
+
+    Returns:
+        Advantages, shape (B, G).
+    """
+    r = np.asarray(per_dim, dtype=np.float64)
+    if r.ndim != 3:
+        raise ValueError(f"per_dim must have shape (B, G, d), got {r.shape}.")
+    if not np.all(np.isfinite(r)):
+        raise ValueError("per_dim contains NaN or inf.")
+    n_groups, group_size, d = r.shape
+    w = np.ones(d) if weights is None else _check_vector(weights, d, "gdpo_weights")
+    channels = r.transpose(0, 2, 1).reshape(n_groups * d, group_size)
+    z = group_zscore(channels, std=std, eps=eps).reshape(n_groups, d, group_size)
+    summed = np.einsum("bdg,d->bg", z, w)
+    if response_lengths is None:
+        counts = np.ones_like(summed)
+    else:
+        counts = np.asarray(response_lengths, dtype=np.float64)
+        if counts.shape != summed.shape or np.any(counts < 1) or not np.all(np.isfinite(counts)):
+            raise ValueError(f"response_lengths must be positive, shape {summed.shape}, got {counts.shape}.")
+    total = counts.sum()
+    mean = float(np.sum(counts * summed) / total)
+    var = float(np.sum(counts * (summed - mean) ** 2) / (total - 1.0)) if total > 1 else 0.0
+    return (summed - mean) / math.sqrt(var + whiten_eps)
+
+
+# ------------------------------------------------------------------------------ rollout scalars
+def _single(r: NDArray[np.float64], method: str) -> NDArray[np.float64]:
+    if r.shape[2] != 1:
+        raise ValueError(
+            f"method {method!r} is single-answer, so rewards must have m=1 (shape (B, G, 1, d)), got m={r.shape[2]}."
+        )
+    return r[:, :, 0, :]
+
+
+def _vpo_scalars(r: NDArray[np.float64], keys: Sequence[Hashable], k: int, alpha: float, seed: int) -> NDArray:
+    n_groups, group_size, m, d = r.shape
+    gammas = group_gamma_draws(d, k, keys, alpha=alpha, seed=seed)  # (B, K, d), rows not yet normalised
+    totals = gammas.sum(axis=-1)  # (B, K)
+    if np.any(totals <= 0.0):  # tiny alpha: fall back to the normalised weights
+        weights = group_weights(d, k, keys, alpha=alpha, seed=seed)
+        scores = np.matmul(r.reshape(n_groups, group_size * m, d), weights.transpose(0, 2, 1))
+        return scores.reshape(n_groups, group_size, m, k).max(axis=2).mean(axis=-1)
+    # max_j (g/Σg)·r_j = (max_j g·r_j)/Σg since Σg > 0: divide the (B, G, K) maxima, not the (B, K, d) draws.
+    scores = np.matmul(r.reshape(n_groups, group_size * m, d), gammas.transpose(0, 2, 1))  # (B, G*m, K)
+    best = scores.reshape(n_groups, group_size, m, k).max(axis=2)  # (B, G, K)
+    best /= totals[:, None, :]
+    return best.mean(axis=-1)
+
+
+def rollout_scalars(
+    method: str,
+    rewards: ArrayLike | Sequence[ArrayLike],
+    *,
+    w_star: ArrayLike | Sequence[ArrayLike],
+    seed: int = 0,
+    group_keys: Sequence[Hashable] | None = None,
+    num_weights: int = 100,
+    alpha: float = 1.0,
+    goal_weights: ArrayLike | Sequence[ArrayLike] | None = None,
+) -> NDArray[np.float64]:
+    """The number each rollout contributes to its group, per method (DESIGN.md's method table).
+
+    Args:
+        method: A name of `vpo_core.METHODS`.
+        rewards: Shape (B, G, m, d); m must be 1 for single-answer methods. Multi-answer rewards are
+            expected de-duplicated and zero-padded (`TextEnv.training_rewards`). Ragged d (env-lcb)
+            is accepted as a length-B list of (G, m, d_b) arrays.
+        w_star: The fixed scalarisation, shape (d,) (a length-B list of (d_b,) for ragged d).
+        seed: The run's seed for group-shared weights.
+        group_keys: One key per group (default ``range(B)``); vpo draws `num_weights` Dirichlet
+            weights per group from ``(seed, key)``, random_w and goal_cond draw one.
+        num_weights: K, the number of weight draws of vpo.
+        alpha: Dirichlet concentration.
+        goal_weights: goal_cond only: the weights written into each group's prompt, shape (B, d).
+
+    Returns:
+        Scalars, shape (B, G); for gdpo the per-dimension rewards, shape (B, G, d).
+    """
+    spec = get_method(method)
+    if not isinstance(rewards, np.ndarray) and isinstance(rewards, list | tuple):
+        return _ragged(
+            _rollout_scalars_ragged, method, rewards, w_star, seed, group_keys, num_weights, alpha, goal_weights
+        )
+    r = _check_rewards(rewards)
+    n_groups, _, _, d = r.shape
+    w = _check_vector(w_star, d, "w_star")
+    keys = _keys(group_keys, n_groups)
+    if not isinstance(num_weights, int | np.integer) or num_weights < 1:
+        raise ValueError(f"num_weights (K) must be a positive int, got {num_weights!r}.")
+    objective = spec.objective
+    if objective == "w_star":
+        return _single(r, method) @ w
+    if objective == "per_dim":
+        return _single(r, method).copy()
+    if objective in ("random_w", "goal_w"):
+        single = _single(r, method)
+        if objective == "goal_w" and goal_weights is not None:
+            gw = np.asarray(goal_weights, dtype=np.float64)
+            if gw.shape != (n_groups, d) or not np.all(np.isfinite(gw)):
+                raise ValueError(f"goal_weights must be finite with shape (B={n_groups}, d={d}), got {gw.shape}.")
+        else:
+            gw = group_weights(d, 1, keys, alpha=alpha if objective == "random_w" else 1.0, seed=seed)[:, 0, :]
+        return np.einsum("bgd,bd->bg", single, gw)
+    if objective == "multi_sum":
+        return (r @ w).sum(axis=-1)
+    if objective == "vpo":
+        return _vpo_scalars(r, keys, int(num_weights), alpha, seed)
+    raise ValueError(f"method {method!r} has an objective this function does not know: {objective!r}.")
+
+
+# ---------------------------------------------------------------------------------- ragged d
+def _rollout_scalars_ragged(method: str, r: NDArray, w: NDArray, seed: int, keys: list, k: int, alpha: float, gw):
+    return rollout_scalars(method, r, w_star=w, seed=seed, group_keys=keys, num_weights=k, alpha=alpha, goal_weights=gw)
+
+
+def _ragged(fn, method, rewards, w_star, seed, group_keys, num_weights, alpha, goal_weights):
+    """Apply a (B, G, m, d) function to a list of (G, m, d_b) groups, one bucket per distinct d."""
+    n_groups = len(rewards)
+    if n_groups == 0:
+        raise ValueError("rewards is an empty list; pass at least one group.")
+    groups = [np.asarray(g, dtype=np.float64) for g in rewards]
+    if any(g.ndim != 3 for g in groups):
+        raise ValueError("ragged rewards must be a list of (G, m, d_b) arrays, one per group.")
+    if len({g.shape[:2] for g in groups}) != 1:
+        raise ValueError(f"every group must share G and m, got shapes {[g.shape for g in groups]}.")
+    if (isinstance(w_star, np.ndarray) and w_star.ndim == 1) or len(w_star) != n_groups:
+        raise ValueError("with ragged rewards, w_star must be a list with one (d_b,) vector per group.")
+    keys = list(_keys(group_keys, n_groups))
+    if goal_weights is not None and len(goal_weights) != n_groups:
+        raise ValueError("with ragged rewards, goal_weights must be a list with one (d_b,) vector per group.")
+    out: list[Any] = [None] * n_groups
+    by_dim: dict[int, list[int]] = {}
+    for b, g in enumerate(groups):
+        by_dim.setdefault(g.shape[2], []).append(b)
+    for d, members in by_dim.items():
+        ws = {tuple(np.asarray(w_star[b], dtype=np.float64)) for b in members}
+        # groups of equal d may still have different w* vectors: bucket by (d, w*)
+        for w_tuple in ws:
+            idx = [b for b in members if tuple(np.asarray(w_star[b], dtype=np.float64)) == w_tuple]
+            gw = None if goal_weights is None else np.stack([np.asarray(goal_weights[b]) for b in idx])
+            values = fn(
+                method,
+                np.stack([groups[b] for b in idx]),
+                np.asarray(w_tuple),
+                seed,
+                [keys[b] for b in idx],
+                num_weights,
+                alpha,
+                gw,
+            )
+            for j, b in enumerate(idx):
+                out[b] = values[j]
+        del d
+    if get_method(method).objective == "per_dim":
+        dims = {o.shape[-1] for o in out}
+        if len(dims) != 1:
+            raise ValueError("gdpo needs the same d in every group; pad per-test rewards (e.g. tc_0..tc_15) first.")
+    return np.stack(out)
+
+
+# ------------------------------------------------------------------------------ entry point
+def compute_advantages(
+    method: str,
+    rewards: ArrayLike | Sequence[ArrayLike],
+    *,
+    w_star: ArrayLike | Sequence[ArrayLike],
+    seed: int = 0,
+    group_keys: Sequence[Hashable] | None = None,
+    num_weights: int = 100,
+    alpha: float = 1.0,
+    **options: Any,
+) -> NDArray[np.float64]:
+    """Advantages of a batch for any method of the paper.
+
+    Args:
+        method: ``"vpo"``, ``"grpo"``, ``"random_w"``, ``"goal_cond"``, ``"gdpo"``, ``"max_at_k"``,
+            ``"maxrl"`` or ``"multi_rlvr"``.
+        rewards: Shape (B groups, G rollouts, m candidates, d dims); see `rollout_scalars`.
+        w_star: The env's fixed scalarisation, shape (d,).
+        seed: Seed of the group-shared weights.
+        group_keys: One key per group (default ``range(B)``); use a key that changes every step
+            (e.g. ``(step, task_id)`` or veRL's uid) so groups get fresh weights.
+        num_weights: K, the number of weight draws per group (vpo).
+        alpha: Dirichlet concentration (vpo, random_w).
+        **options: ``std`` ("population" default, or "unbiased"), ``eps`` (1e-6), ``goal_weights``
+            (B, d) for goal_cond, ``k`` for max_at_k (default max(2, G // 2)), ``response_lengths``
+            (B, G) and ``gdpo_weights`` (d,) for gdpo, ``divide_by_n`` for maxrl.
+
+    Returns:
+        Advantages, shape (B, G), one per rollout (broadcast to its tokens by the engine).
+
+    Raises:
+        ValueError: For an unknown method or option, bad shapes, NaN/inf, or a method/m mismatch.
+    """
+    spec = get_method(method)
+    unknown = set(options) - _OPTIONS
+    if unknown:
+        raise ValueError(f"unknown option(s) {sorted(unknown)} for compute_advantages; valid: {sorted(_OPTIONS)}.")
+    std = options.get("std", "population")
+    _check_std(std)
+    eps = float(options.get("eps", 1e-6))
+    scalars = rollout_scalars(
+        method,
+        rewards,
+        w_star=w_star,
+        seed=seed,
+        group_keys=group_keys,
+        num_weights=num_weights,
+        alpha=alpha,
+        goal_weights=options.get("goal_weights"),
+    )
+    if spec.normalizer == "zscore":
+        return group_zscore(scalars, std=std, eps=eps)
+    if spec.normalizer == "max_at_k":
+        return max_at_k_advantages(scalars, options.get("k"), std=std, eps=eps)
+    if spec.normalizer == "maxrl":
+        return maxrl_advantages(scalars, eps=eps, divide_by_n=bool(options.get("divide_by_n", False)))
+    if spec.normalizer == "gdpo":
+        return gdpo_advantages(
+            scalars,
+            weights=options.get("gdpo_weights"),
+            response_lengths=options.get("response_lengths"),
+            std=std,
+            eps=eps,
+        )
+    raise ValueError(f"method {method!r} has a normaliser this function does not know: {spec.normalizer!r}.")
+
+
+# ------------------------------------------------------------------------ flat batches (veRL)
+@dataclass(frozen=True)
+class GroupLayout:
+    """How a flat batch of N rollouts with group ids maps onto a (B, G) grid.
+
+    Attributes:
+        order: Indices into the flat batch, shape (B, G): row b holds group b's rollouts.
+        keys: The group id of each row, length B, in order of first appearance.
+    """
+
+    order: NDArray[np.int64]
+    keys: list[Any]
+
+    def to_grid(self, flat: ArrayLike) -> NDArray[np.float64]:
+        """Gather flat values (N, ...) into (B, G, ...)."""
+        return np.asarray(flat, dtype=np.float64)[self.order]
+
+    def to_flat(self, grid: ArrayLike) -> NDArray[np.float64]:
+        """Scatter (B, G, ...) values back to the flat order (N, ...)."""
+        values = np.asarray(grid, dtype=np.float64)
+        out = np.empty((self.order.size, *values.shape[2:]), dtype=np.float64)
+        out[self.order.reshape(-1)] = values.reshape(self.order.size, *values.shape[2:])
+        return out
+
+
+def group_layout(index: ArrayLike) -> GroupLayout:
+    """Group a flat batch by id; every group must have the same size (veRL's rollout.n).
+
+    Args:
+        index: Group id per rollout, shape (N,) (veRL's ``uid`` object array).
+
+    Returns:
+        The layout.
+
+    Raises:
+        ValueError: If groups have different sizes.
+    """
+    ids = np.asarray(index, dtype=object).reshape(-1)
+    _, first, inverse, counts = np.unique(ids.astype(str), return_index=True, return_inverse=True, return_counts=True)
+    if counts.size and np.any(counts != counts[0]):
+        raise ValueError(f"every group must have the same number of rollouts, got sizes {sorted(set(counts))}.")
+    rank_of_group = np.argsort(np.argsort(first))  # groups in order of first appearance
+    row = rank_of_group[inverse]
+    order = np.argsort(row, kind="stable").reshape(counts.size, -1)
+    keys = [ids[i] for i in np.sort(first)]
+    return GroupLayout(order=order, keys=keys)
+
+
+def zscore_by_index(
+    scores: ArrayLike, index: ArrayLike, *, std: Std = "population", eps: float = 1e-6
+) -> NDArray[np.float64]:
+    """Group z-score of a flat batch whose groups are given by an id array (groups may differ in size).
+
+    Args:
+        scores: Rollout scalars, shape (N,).
+        index: Group id per rollout, shape (N,).
+        std: z-score convention (see `group_zscore`).
+        eps: Added to the std.
+
+    Returns:
+        Advantages, shape (N,).
+    """
+    _check_std(std)
+    x = np.asarray(scores, dtype=np.float64).reshape(-1)
+    ids = np.asarray(index, dtype=object).reshape(-1)
+    if ids.shape != x.shape:
+        raise ValueError(f"index must have one id per score ({x.shape[0]}), got {ids.shape[0]}.")
+    if not np.all(np.isfinite(x)):
+        raise ValueError("scores contain NaN or inf.")
+    _, inverse, counts = np.unique(ids.astype(str), return_inverse=True, return_counts=True)
+    sums = np.bincount(inverse, weights=x)
+    mean = sums / counts
+    centred = x - mean[inverse]
+    sq = np.bincount(inverse, weights=centred * centred)
+    if std == "population":
+        sd = np.sqrt(sq / counts)[inverse]
+        return np.where(sd < eps, 0.0, centred / (sd + eps))
+    singleton = counts[inverse] == 1
+    sd = np.sqrt(sq / np.maximum(counts - 1, 1))[inverse]
+    return np.where(singleton, x / (1.0 + eps), centred / (sd + eps))
