@@ -165,10 +165,9 @@ def best_at_k_chains(chain_scores: ArrayLike, k: int) -> NDArray[np.float64] | f
     """
     s = _finite("chain_scores", chain_scores, 2)
     n, m = s.shape[-2], s.shape[-1]
-    k = _check_k(k, n * m, "k (candidates, at most n_chains·m)")
+    if isinstance(k, bool) or not isinstance(k, int | np.integer) or not 1 <= k <= n * m:
+        raise ValueError(f"k must be an int with 1 <= k <= n_chains·m = {n}·{m}; got {k!r}. Sample more chains.")
     c = -(-k // m)
-    if c > n:
-        raise ValueError(f"k={k} needs c={c} chains of m={m} but the pool has {n}.")
     r = k - (c - 1) * m
     partial = s[..., :r].max(axis=-1)  # P_p, shape (..., n)
     if c == 1:

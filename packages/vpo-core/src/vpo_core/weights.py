@@ -15,7 +15,7 @@ from collections.abc import Hashable, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["dirichlet_weights", "group_gamma_draws", "group_weights", "key_string", "stable_seed"]
+__all__ = ["dirichlet_weights", "fill_gamma_draws", "group_gamma_draws", "group_weights", "key_string", "stable_seed"]
 
 _MASK64 = (1 << 64) - 1
 
@@ -91,25 +91,14 @@ def group_gamma_draws(
     the row sums instead, which is cheaper.
 
     Returns:
-        Variates, shape (B, k, d).
+        Variates, shape (B, k, d) (a transposed view of a C-contiguous (B, d, k) array).
     """
     _check(d, k, alpha)
-    n_keys = len(keys)
-    draws = np.empty((n_keys, k * d), dtype=np.float64)
-    bit_generator = np.random.PCG64()
-    generator = np.random.Generator(bit_generator)
-    state = {"bit_generator": "PCG64", "state": {"state": 0, "inc": 1}, "has_uint32": 0, "uinteger": 0}
-    inner = state["state"]
-    for b, key in enumerate(keys):
-        digest = _digest(seed, key)
-        inner["state"] = int.from_bytes(digest[:16], "little")  # type: ignore[index]
-        inner["inc"] = int.from_bytes(digest[16:], "little") | 1  # type: ignore[index]
-        bit_generator.state = state
-        if alpha == 1.0:
-            generator.standard_exponential(out=draws[b])
-        else:
-            draws[b] = generator.standard_gamma(float(alpha), size=k * d)
-    return draws.reshape(n_keys, k, d)
+    draws = np.empty((len(keys), d * k), dtype=np.float64)
+    fill_gamma_draws(draws, d, k, keys, alpha=alpha, seed=seed)
+    # The stream fills a (d, k) block per group; returning its transpose keeps the (d, k) block
+    # contiguous, which is the layout a batched r @ w.T matmul wants.
+    return draws.reshape(len(keys), d, k).transpose(0, 2, 1)
 
 
 def dirichlet_weights(d: int, k: int, *, alpha: float = 1.0, seed: int = 0, key: Hashable = 0) -> NDArray[np.float64]:
@@ -126,3 +115,34 @@ def dirichlet_weights(d: int, k: int, *, alpha: float = 1.0, seed: int = 0, key:
         Weights, shape (k, d), equal to ``group_weights(d, k, [key], alpha=alpha, seed=seed)[0]``.
     """
     return group_weights(d, k, [key], alpha=alpha, seed=seed)[0]
+
+
+def fill_gamma_draws(
+    out: NDArray[np.float64], d: int, k: int, keys: Sequence[Hashable], *, alpha: float = 1.0, seed: int = 0
+) -> None:
+    """Write the variates of `group_gamma_draws` into a caller-owned buffer (no allocation).
+
+    Args:
+        out: C-contiguous float64 buffer, shape (B, d·k); row b holds group b's (d, k) block.
+        d: Number of reward dimensions.
+        k: Number of draws per group.
+        keys: One key per group, length B.
+        alpha: Dirichlet concentration.
+        seed: The run's seed.
+    """
+    _check(d, k, alpha)
+    if out.shape != (len(keys), d * k) or out.dtype != np.float64 or not out.flags.c_contiguous:
+        raise ValueError(f"out must be a C-contiguous float64 array of shape ({len(keys)}, {d * k}), got {out.shape}.")
+    bit_generator = np.random.PCG64()
+    generator = np.random.Generator(bit_generator)
+    state = {"bit_generator": "PCG64", "state": {"state": 0, "inc": 1}, "has_uint32": 0, "uinteger": 0}
+    inner = state["state"]
+    for b, key in enumerate(keys):
+        digest = _digest(seed, key)
+        inner["state"] = int.from_bytes(digest[:16], "little")  # type: ignore[index]
+        inner["inc"] = int.from_bytes(digest[16:], "little") | 1  # type: ignore[index]
+        bit_generator.state = state
+        if alpha == 1.0:
+            generator.standard_exponential(out=out[b])
+        else:
+            out[b] = generator.standard_gamma(float(alpha), size=k * d)

@@ -1,0 +1,79 @@
+"""Speed of vpo-core's estimators and metrics (issue 2), against veRL's GRPO estimator in the same run.
+
+    OMP_NUM_THREADS=1 uv run python benchmarks/bench_core.py
+
+Prints a markdown table; figures go to BENCHMARKS.md. One core: the thread variables are set before
+numpy and torch are imported.
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import itertools  # noqa: E402
+import timeit  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from vpo_core import compute_advantages  # noqa: E402
+from vpo_core.advantages import group_zscore, rollout_scalars  # noqa: E402
+from vpo_core.metrics import best_at_k_curve  # noqa: E402
+from vpo_core.weights import group_gamma_draws  # noqa: E402
+
+B, G, M, D, K, L = 128, 8, 3, 32, 100, 512
+
+
+def best_ms(fn, number: int, repeat: int = 7) -> float:
+    return min(timeit.repeat(fn, number=number, repeat=repeat)) / number * 1e3
+
+
+def main() -> None:
+    rng = np.random.default_rng(0)
+    rewards = rng.random((B, G, M, D))
+    w_star = np.full(D, 1 / D)
+    counter = itertools.count()
+
+    def fresh_keys() -> list[str]:
+        step = next(counter)
+        return [f"{step}:{b}" for b in range(B)]
+
+    fixed_keys = fresh_keys()
+    vpo_fresh = best_ms(lambda: compute_advantages("vpo", rewards, w_star=w_star, group_keys=fresh_keys()), 20)
+    draws = best_ms(lambda: group_gamma_draws(D, K, fresh_keys()), 20)
+    scalars = rollout_scalars("vpo", rewards, w_star=w_star, group_keys=fixed_keys)
+    zscore = best_ms(lambda: group_zscore(scalars), 200)
+    grpo_ours = best_ms(lambda: compute_advantages("grpo", rewards[:, :, :1], w_star=w_star), 100)
+
+    import torch
+    from verl.trainer.ppo.core_algos import compute_grpo_outcome_advantage
+
+    torch.set_num_threads(1)
+    token_rewards = torch.zeros(B * G, L)
+    lengths = torch.randint(64, L + 1, (B * G,))
+    mask = (torch.arange(L)[None, :] < lengths[:, None]).float()
+    token_rewards[torch.arange(B * G), lengths - 1] = torch.from_numpy(scalars.reshape(-1)).float()
+    index = np.array([f"uid-{b}" for b in range(B) for _ in range(G)], dtype=object)
+    verl_grpo = best_ms(lambda: compute_grpo_outcome_advantage(token_rewards, mask, index), 10)
+
+    pool = rng.random(1000)
+    curve = best_ms(lambda: best_at_k_curve(pool), 20)
+
+    rows = [
+        ("veRL 0.9.1 `compute_grpo_outcome_advantage`, 1024 rollouts × 512 tokens (anchor)", verl_grpo),
+        ("`compute_advantages('vpo')`, B=128 G=8 m=3 d=32 K=100, fresh group keys every call", vpo_fresh),
+        ("  of which: Dirichlet draws for 128 groups (128×100×32 variates)", draws),
+        ("  of which: group z-score", zscore),
+        ("`compute_advantages('grpo')`, same batch (m=1)", grpo_ours),
+        ("`best_at_k_curve`, every k of a 1000-sample pool", curve),
+    ]
+    print("| what | ms (best of 7) | anchor / this |")
+    print("|---|---:|---:|")
+    for name, ms in rows:
+        print(f"| {name} | {ms:.3f} | {verl_grpo / ms:.1f}× |")
+
+
+if __name__ == "__main__":
+    main()

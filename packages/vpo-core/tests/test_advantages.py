@@ -1,0 +1,295 @@
+"""Advantages: test vectors of estimators.md, brute force, and properties."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from vpo_core import METHODS, compute_advantages
+from vpo_core.advantages import (
+    gdpo_advantages,
+    group_layout,
+    group_zscore,
+    max_at_k_advantages,
+    max_at_k_transform,
+    maxrl_advantages,
+    rollout_scalars,
+    zscore_by_index,
+)
+from vpo_core.objectives import linear_reward, multi_rlvr_reward, vpo_reward
+from vpo_core.weights import dirichlet_weights, group_weights, stable_seed
+
+X = np.array([[0.1, 0.5, 0.3, 0.9]])
+
+
+# ------------------------------------------------------------------------------ test vectors
+def test_tv2_zscores():
+    np.testing.assert_allclose(group_zscore(X, std="unbiased"), [[-1.024692, 0.146385, -0.439154, 1.317461]], atol=1e-6)
+    np.testing.assert_allclose(group_zscore(X), [[-1.183212, 0.169030, -0.507091, 1.521273]], atol=1e-6)
+    assert np.all(group_zscore(np.full((2, 5), 0.3)) == 0)
+    assert np.all(group_zscore(np.full((2, 5), 0.3), std="unbiased") == 0)
+    np.testing.assert_allclose(group_zscore([[0.7]], std="unbiased"), [[0.6999993]], atol=1e-7)
+    assert group_zscore([[0.7]])[0, 0] == 0.0
+
+
+@pytest.mark.parametrize(
+    ("k", "s"),
+    [
+        (1, [1 / 40, 1 / 8, 3 / 40, 9 / 40]),
+        (2, [17 / 60, 19 / 60, 17 / 60, 9 / 20]),
+        (3, [23 / 40, 23 / 40, 23 / 40, 27 / 40]),
+        (4, [9 / 10] * 4),
+    ],
+)
+def test_tv1_max_at_k_weights(k, s):
+    got = max_at_k_transform(X, k)[0]
+    np.testing.assert_allclose(got, s, atol=1e-15)
+    assert got.sum() == pytest.approx(k * {1: 9 / 20, 2: 2 / 3, 3: 4 / 5, 4: 9 / 10}[k])
+
+
+def test_tv3_max_at_k_baseline():
+    np.testing.assert_allclose(
+        max_at_k_advantages(X, 2, std="unbiased"), [[-0.630118, -0.210039, -0.630118, 1.470276]], atol=1e-6
+    )
+    np.testing.assert_allclose(
+        max_at_k_advantages(X, 2, std="unbiased", eps=0.0), [np.array([-3, -1, -3, 7]) / math.sqrt(68 / 3)], atol=1e-12
+    )
+
+
+def test_tv4_maxrl():
+    b = np.array([[1, 0, 0, 1, 0, 0, 0, 0]], dtype=float)
+    got = maxrl_advantages(b)[0]
+    np.testing.assert_allclose(got[b[0] == 1], 2.999988, atol=1e-6)
+    np.testing.assert_allclose(got[b[0] == 0], -0.999996, atol=1e-6)
+    np.testing.assert_allclose(maxrl_advantages(b, divide_by_n=True)[0, 0], 0.374999, atol=1e-6)
+    np.testing.assert_allclose(maxrl_advantages(b, eps=0.0)[0, :2], [3.0, -1.0])
+    assert np.all(maxrl_advantages(np.zeros((1, 8))) == 0)
+
+
+TV5_R = np.array([[[1, 0], [0, 1]], [[1, 0], [1, 0]], [[0.5, 0.5], [0, 0]]], dtype=float)
+TV5_W = np.array([[0.9, 0.1], [0.5, 0.5], [0.2, 0.8]])
+
+
+def test_tv5_vpo():
+    scores = vpo_reward(TV5_R, TV5_W)
+    np.testing.assert_allclose(scores, [11 / 15, 8 / 15, 1 / 2], atol=1e-15)
+    np.testing.assert_allclose(group_zscore(scores[None])[0], [1.401812, -0.539159, -0.862654], atol=1e-6)
+    np.testing.assert_allclose(
+        group_zscore(scores[None], eps=0.0)[0], np.array([13, -5, -8]) / math.sqrt(86), atol=1e-12
+    )
+    empty = TV5_R.copy()
+    empty[2] = 0.0
+    np.testing.assert_allclose(
+        group_zscore(vpo_reward(empty, TV5_W)[None], eps=0.0)[0], np.array([14, 5, -19]) / math.sqrt(194), atol=1e-12
+    )
+
+
+def test_tv10_gdpo():
+    groups = np.array([[[1, 0], [0, 1], [1, 1]], [[0.5, 0.5], [0.5, 0.5], [0, 1]]], dtype=float)
+    np.testing.assert_allclose(
+        gdpo_advantages(groups, std="unbiased").ravel(), [-0.912871, -0.912871, 1.825742, 0, 0, 0], atol=1e-6
+    )
+    np.testing.assert_allclose(
+        gdpo_advantages(groups, std="unbiased", response_lengths=[[2, 1, 1], [1, 1, 2]]).ravel(),
+        [-0.882919, -0.882919, 2.144231, 0.126131, 0.126131, 0.126131],
+        atol=1e-6,
+    )
+    np.testing.assert_allclose(
+        compute_advantages("gdpo", groups[:, :, None, :], w_star=[0.5, 0.5], std="unbiased").ravel(),
+        [-0.912871, -0.912871, 1.825742, 0, 0, 0],
+        atol=1e-6,
+    )
+
+
+def test_tv11_multi_rlvr():
+    deduped = np.array([[1, 1, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0]], dtype=float)
+    assert multi_rlvr_reward(deduped, np.full(4, 0.25)) == pytest.approx(0.5)
+    np.testing.assert_allclose(
+        group_zscore([[0.5, 1.75, 0.0]], std="unbiased"), [[-0.277350, 1.109399, -0.832049]], atol=1e-6
+    )
+
+
+# -------------------------------------------------------------------------------- brute force
+def _brute_s(x: np.ndarray, k: int) -> np.ndarray:
+    n = len(x)
+    s = np.zeros(n)
+    subsets = list(itertools.combinations(range(n), k))
+    for subset in subsets:
+        best = max(x[list(subset)])
+        for i in subset:
+            s[i] += best
+    return s / len(subsets)
+
+
+@settings(max_examples=60, deadline=None)
+@given(hnp.arrays(np.float64, st.integers(1, 7), elements=st.sampled_from([0.0, 0.25, 0.5, 1.0, 0.3])), st.data())
+def test_max_at_k_transform_equals_subset_enumeration(x, data):
+    k = data.draw(st.integers(1, len(x)))
+    np.testing.assert_allclose(max_at_k_transform(x[None], k)[0], _brute_s(x, k), atol=1e-12)
+
+
+def test_vpo_scalars_equal_a_plain_loop():
+    rng = np.random.default_rng(1)
+    rewards = rng.random((5, 4, 3, 6))
+    keys = [f"uid-{i}" for i in range(5)]
+    got = rollout_scalars("vpo", rewards, w_star=np.full(6, 1 / 6), group_keys=keys, num_weights=17, seed=9)
+    for b in range(5):
+        w = dirichlet_weights(6, 17, seed=9, key=keys[b])
+        for g in range(4):
+            expected = np.mean([max(float(w[k] @ rewards[b, g, j]) for j in range(3)) for k in range(17)])
+            assert got[b, g] == pytest.approx(expected, abs=1e-13)
+
+
+def test_vpo_scalar_converges_to_the_population_objective():
+    # R(S) = E_w[max(w·r1, w·r2)] for r1 = e1, r2 = e2 in d = 2 is E[max(u, 1-u)] = 3/4
+    rewards = np.array([[[[1.0, 0.0], [0.0, 1.0]]]])
+    got = rollout_scalars("vpo", rewards, w_star=[0.5, 0.5], num_weights=200_000)[0, 0]
+    assert got == pytest.approx(0.75, abs=3e-3)
+
+
+# --------------------------------------------------------------------------------- properties
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(sorted(METHODS)), st.integers(0, 2**31 - 1))
+def test_advantages_permute_with_rollouts_and_groups(method, seed):
+    rng = np.random.default_rng(seed)
+    m = 1 if METHODS[method].mode == "single" else 3
+    rewards = rng.integers(0, 3, size=(3, 6, m, 4)) / 2.0
+    keys = ["a", "b", "c"]
+    base = compute_advantages(method, rewards, w_star=np.full(4, 0.25), group_keys=keys, seed=seed)
+    perm = rng.permutation(6)
+    shuffled = compute_advantages(method, rewards[:, perm], w_star=np.full(4, 0.25), group_keys=keys, seed=seed)
+    np.testing.assert_allclose(shuffled, base[:, perm], atol=1e-12)
+    order = [2, 0, 1]
+    regrouped = compute_advantages(
+        method, rewards[order], w_star=np.full(4, 0.25), group_keys=[keys[i] for i in order], seed=seed
+    )
+    np.testing.assert_allclose(regrouped, base[order], atol=1e-12)
+    assert np.all(np.isfinite(base))
+
+
+@pytest.mark.parametrize("method", sorted(METHODS))
+def test_identical_rollouts_get_zero_advantage(method):
+    m = 1 if METHODS[method].mode == "single" else 3
+    rewards = np.broadcast_to(np.array([0.2, 1.0, 0.0, 0.5]), (2, 8, m, 4)).copy()
+    assert np.allclose(compute_advantages(method, rewards, w_star=np.full(4, 0.25)), 0.0, atol=1e-9)
+
+
+def test_degenerate_sizes_g1_m1_d1():
+    one = np.array([[[[0.5]]]])
+    for method in ("grpo", "vpo", "multi_rlvr", "maxrl", "random_w", "goal_cond"):
+        assert compute_advantages(method, one, w_star=[1.0]).shape == (1, 1)
+    assert compute_advantages("grpo", one, w_star=[1.0])[0, 0] == 0.0
+    assert compute_advantages("grpo", one, w_star=[1.0], std="unbiased")[0, 0] == pytest.approx(0.5, rel=1e-5)
+    # d = 1: every Dirichlet weight is 1, so VPO is best-of-m
+    rewards = np.array([[[[0.1], [0.9]], [[0.3], [0.2]]]])
+    np.testing.assert_allclose(rollout_scalars("vpo", rewards, w_star=[1.0]), [[0.9, 0.3]])
+
+
+def test_goal_cond_uses_the_prompt_weights_and_random_w_the_group_draw():
+    rewards = np.array([[[[1.0, 0.0]], [[0.0, 1.0]]]])
+    np.testing.assert_allclose(
+        rollout_scalars("goal_cond", rewards, w_star=[0.5, 0.5], goal_weights=[[0.8, 0.2]]), [[0.8, 0.2]]
+    )
+    w = group_weights(2, 1, ["k"], seed=3)[0, 0]
+    np.testing.assert_allclose(rollout_scalars("random_w", rewards, w_star=[0.5, 0.5], group_keys=["k"], seed=3), [w])
+    np.testing.assert_allclose(rollout_scalars("grpo", rewards, w_star=[0.25, 0.75]), [[0.25, 0.75]])
+    np.testing.assert_allclose(linear_reward([[1.0, 2.0]], [[0.5, 0.25]]), [1.0])
+
+
+def test_ragged_d_matches_per_group_calls():
+    rng = np.random.default_rng(4)
+    groups = [rng.integers(0, 2, size=(4, 3, d)).astype(float) for d in (5, 3, 5, 7)]
+    w_stars = [np.full(g.shape[-1], 1 / g.shape[-1]) for g in groups]
+    keys = ["p0", "p1", "p2", "p3"]
+    got = compute_advantages("vpo", groups, w_star=w_stars, group_keys=keys, seed=2)
+    for b, group in enumerate(groups):
+        alone = compute_advantages("vpo", group[None], w_star=w_stars[b], group_keys=[keys[b]], seed=2)
+        np.testing.assert_allclose(got[b], alone[0], atol=1e-12)
+
+
+# ------------------------------------------------------------------------------- flat batches
+def test_zscore_by_index_and_group_layout_match_the_grid():
+    rng = np.random.default_rng(0)
+    grid = rng.random((4, 5))
+    uids = np.array([f"u{b}" for b in range(4) for _ in range(5)], dtype=object)
+    perm = rng.permutation(20)
+    flat, ids = grid.reshape(-1)[perm], uids[perm]
+    for std in ("population", "unbiased"):
+        expected = group_zscore(grid, std=std).reshape(-1)[perm]
+        np.testing.assert_allclose(zscore_by_index(flat, ids, std=std), expected, atol=1e-12)
+    layout = group_layout(ids)
+    np.testing.assert_allclose(layout.to_flat(group_zscore(layout.to_grid(flat))), group_zscore(grid).reshape(-1)[perm])
+    with pytest.raises(ValueError, match="same number of rollouts"):
+        group_layout(["a", "a", "b"])
+
+
+# -------------------------------------------------------------------------------- weights
+def test_weights_are_on_the_simplex_and_keyed():
+    w = dirichlet_weights(4, 1000, seed=1, key="uid")
+    assert w.shape == (1000, 4)
+    np.testing.assert_allclose(w.sum(axis=1), 1.0)
+    assert np.all(w >= 0)
+    np.testing.assert_allclose(w.mean(axis=0), 0.25, atol=0.02)
+    np.testing.assert_allclose(w.var(axis=0), 0.0375, atol=0.006)  # Dir(1): (1/4)(3/4)/5
+    assert np.array_equal(w, dirichlet_weights(4, 1000, seed=1, key="uid"))
+    assert not np.array_equal(w, dirichlet_weights(4, 1000, seed=2, key="uid"))
+    assert not np.array_equal(w, dirichlet_weights(4, 1000, seed=1, key="uid2"))
+    sharp = dirichlet_weights(3, 20_000, alpha=0.5, key=7)
+    np.testing.assert_allclose(sharp.var(axis=0), (1 / 3) * (2 / 3) / 2.5, rtol=0.05)
+    assert stable_seed(0, ("step", 3)) == stable_seed(0, "step:3")
+
+
+def test_weights_are_identical_in_a_fresh_process():
+    code = "import json; from vpo_core.weights import dirichlet_weights as f; print(json.dumps(f(5, 3, seed=11, key='u-1').tolist()))"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env={"PYTHONHASHSEED": "123"}
+    )
+    assert np.array_equal(np.array(json.loads(out.stdout)), dirichlet_weights(5, 3, seed=11, key="u-1"))
+
+
+# ------------------------------------------------------------------------------- bad input
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: compute_advantages("ppo", np.zeros((1, 2, 1, 2)), w_star=[0.5, 0.5]), "unknown method 'ppo'"),
+        (
+            lambda: compute_advantages("grpo", np.zeros((1, 2, 3, 2)), w_star=[0.5, 0.5]),
+            "single-answer, so rewards must have m=1",
+        ),
+        (
+            lambda: compute_advantages("vpo", np.zeros((2, 3, 2)), w_star=[0.5, 0.5]),
+            r"shape \(B groups, G rollouts, m candidates, d dims\)",
+        ),
+        (lambda: compute_advantages("vpo", np.full((1, 2, 3, 2), np.nan), w_star=[0.5, 0.5]), "NaN or inf"),
+        (lambda: compute_advantages("vpo", np.zeros((1, 2, 3, 2)), w_star=[1.0]), r"w_star must have shape \(2,\)"),
+        (
+            lambda: compute_advantages("vpo", np.zeros((1, 2, 3, 2)), w_star=[0.5, 0.5], group_keys=["a", "b"]),
+            "one key per group",
+        ),
+        (lambda: compute_advantages("vpo", np.zeros((1, 2, 3, 2)), w_star=[0.5, 0.5], temperature=1), "unknown option"),
+        (
+            lambda: compute_advantages("vpo", np.zeros((1, 2, 3, 2)), w_star=[0.5, 0.5], std="sample"),
+            "std must be one of",
+        ),
+        (lambda: compute_advantages("max_at_k", np.zeros((1, 4, 1, 2)), w_star=[0.5, 0.5], k=4), "1 <= k < G=4"),
+        (lambda: compute_advantages("vpo", np.zeros((1, 2, 3, 2)), w_star=[0.5, 0.5], num_weights=0), "num_weights"),
+        (lambda: compute_advantages("vpo", np.zeros((1, 2, 3, 2)), w_star=[0.5, 0.5], alpha=-1.0), "alpha"),
+        (
+            lambda: compute_advantages("goal_cond", np.zeros((2, 2, 1, 2)), w_star=[0.5, 0.5], goal_weights=[[1, 0]]),
+            r"goal_weights must be finite with shape \(B=2, d=2\)",
+        ),
+        (lambda: max_at_k_transform([[1.0, 2.0]], 3), "k must be an int in"),
+    ],
+)
+def test_bad_input_is_named(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()

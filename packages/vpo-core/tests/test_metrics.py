@@ -1,0 +1,151 @@
+"""Metrics: test vectors of estimators.md, subset/chain enumeration, exact rationals, properties."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from vpo_core.metrics import (
+    best_at_k,
+    best_at_k_chains,
+    best_at_k_curve,
+    best_at_k_weights,
+    collinearity,
+    expected_best_at_k,
+    pass_at_k,
+    reward_diversity,
+)
+
+SCORES = st.sampled_from([0.0, 0.1, 0.25, 0.5, 0.75, 1.0])
+
+
+# ------------------------------------------------------------------------------ test vectors
+def test_tv1_and_tv7_best_at_k_weights():
+    np.testing.assert_allclose(best_at_k_weights(4, 2), [0, 1 / 6, 1 / 3, 1 / 2], atol=1e-15)
+    np.testing.assert_allclose(best_at_k_weights(6, 3), [0, 0, 1 / 20, 3 / 20, 3 / 10, 1 / 2], atol=1e-15)
+    big = best_at_k_weights(5000, 1000)
+    assert abs(big.sum() - 1.0) < 1e-12
+    assert big[-1] == pytest.approx(0.2, abs=1e-15)
+    assert np.all(big[:999] == 0)
+    x = [0.1, 0.5, 0.3, 0.9]
+    assert [best_at_k(x, k) for k in (1, 2, 3, 4)] == pytest.approx([9 / 20, 2 / 3, 4 / 5, 9 / 10], abs=1e-15)
+
+
+def test_tv4_and_tv7_pass_at_k():
+    assert pass_at_k(8, 2, 4) == pytest.approx(11 / 14, abs=1e-15)
+    assert pass_at_k(5000, 5, 1000) == pytest.approx(0.67248390966683558, abs=2e-16)
+    assert pass_at_k(1000, 3, 1) == pytest.approx(0.003, abs=1e-15)
+    assert pass_at_k(1000, 0, 10) == 0.0
+    assert pass_at_k(10, 8, 3) == 1.0
+    np.testing.assert_allclose(pass_at_k(np.array([8, 8, 10]), np.array([2, 0, 10]), 4), [11 / 14, 0, 1])
+
+
+@pytest.mark.parametrize(("n", "c", "k"), [(5000, 5, 1000), (300, 17, 29), (64, 63, 1), (2000, 1000, 999)])
+def test_pass_at_k_matches_exact_rationals(n, c, k):
+    exact = 1 - Fraction(math.comb(n - c, k), math.comb(n, k))
+    assert pass_at_k(n, c, k) == pytest.approx(float(exact), rel=1e-14, abs=1e-16)
+
+
+def test_tv6_chain_best_at_k():
+    chains = [[0.2, 0.9, 0.1], [0.4, 0.4, 0.4], [0.0, 0.3, 0.8]]
+    expected = [1 / 5, 8 / 15, 7 / 10, 7 / 10, 4 / 5, 13 / 15, 13 / 15, 9 / 10, 9 / 10]
+    assert [best_at_k_chains(chains, k) for k in range(1, 10)] == pytest.approx(expected, abs=1e-14)
+
+
+def test_tv8_expected_best_at_k():
+    pool = [[1, 0], [0, 1], [0.5, 0.5]]
+    weights = [[1, 0], [0.5, 0.5]]
+    assert [expected_best_at_k(pool, k, weights=weights) for k in (1, 2, 3)] == pytest.approx([0.5, 2 / 3, 0.75])
+
+
+def test_tv9_diversity_and_collinearity():
+    assert reward_diversity([[1, 0], [0, 1], [1, 1]]) == pytest.approx(4 / 3)
+    v = [[0, 3, 0, 1], [1, 2, 1, 1], [2, 1, 1, 1], [3, 0, 0, 1]]
+    assert collinearity(v) == pytest.approx(-1 / 3)
+    assert collinearity(v, absolute=True) == pytest.approx(1 / 3)
+    assert math.isnan(collinearity([[1, 0], [2, 0]]))
+    assert reward_diversity([[0.3, 0.2]]) == 0.0
+
+
+# -------------------------------------------------------------------------------- brute force
+@settings(max_examples=60, deadline=None)
+@given(hnp.arrays(np.float64, st.integers(1, 8), elements=SCORES), st.data())
+def test_best_at_k_equals_subset_enumeration(x, data):
+    k = data.draw(st.integers(1, len(x)))
+    brute = np.mean([max(x[list(s)]) for s in itertools.combinations(range(len(x)), k)])
+    assert best_at_k(x, k) == pytest.approx(brute, abs=1e-12)
+    assert best_at_k_curve(x)[k - 1] == pytest.approx(brute, abs=1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(hnp.arrays(np.float64, st.tuples(st.integers(1, 5), st.integers(1, 3)), elements=SCORES), st.data())
+def test_chain_best_at_k_equals_ordered_chain_enumeration(chains, data):
+    n, m = chains.shape
+    k = data.draw(st.integers(1, n * m))
+    c = -(-k // m)
+    values = [max(np.concatenate([chains[p] for p in perm])[:k]) for perm in itertools.permutations(range(n), c)]
+    assert best_at_k_chains(chains, k) == pytest.approx(np.mean(values), abs=1e-12)
+    if m == 1:
+        assert best_at_k_chains(chains, k) == pytest.approx(best_at_k(chains[:, 0], k), abs=1e-12)
+
+
+def test_expected_best_at_k_chains_matches_per_weight_loop():
+    rng = np.random.default_rng(3)
+    pool = rng.random((6, 3, 4))
+    weights = rng.dirichlet(np.ones(4), size=5)
+    loop = np.mean([best_at_k_chains(pool @ w, 7) for w in weights])
+    assert expected_best_at_k(pool, 7, weights=weights, chains=True) == pytest.approx(loop, abs=1e-12)
+
+
+def test_diversity_matches_pairwise_loop():
+    rng = np.random.default_rng(5)
+    pools = rng.random((3, 7, 4))
+    loop = np.mean(
+        [np.mean([np.abs(p[i] - p[j]).sum() for i, j in itertools.combinations(range(7), 2)]) for p in pools]
+    )
+    assert reward_diversity(pools) == pytest.approx(loop, abs=1e-12)
+
+
+# --------------------------------------------------------------------------------- properties
+@settings(max_examples=50, deadline=None)
+@given(hnp.arrays(np.float64, st.integers(2, 30), elements=st.floats(0, 1)))
+def test_best_at_k_is_monotone_between_mean_and_max(x):
+    curve = best_at_k_curve(x)
+    assert curve[0] == pytest.approx(x.mean(), abs=1e-12)
+    assert curve[-1] == pytest.approx(x.max(), abs=1e-12)
+    assert np.all(np.diff(curve) >= -1e-12)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.integers(1, 60), st.data())
+def test_pass_at_k_in_unit_interval_and_monotone(n, data):
+    c = data.draw(st.integers(0, n))
+    values = [pass_at_k(n, c, k) for k in range(1, n + 1)]
+    assert all(0.0 <= v <= 1.0 for v in values)
+    assert np.all(np.diff(values) >= -1e-12)
+
+
+# ------------------------------------------------------------------------------- bad input
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: best_at_k([0.1, 0.2], 3), r"1 <= k <= n \(pool size 2\)"),
+        (lambda: best_at_k([0.1, np.nan], 1), "NaN or inf"),
+        (lambda: best_at_k(0.3, 1), "at least 1 dimension"),
+        (lambda: best_at_k_chains([[0.1, 0.2]], 3), r"1 <= k <= n_chains·m = 1·2"),
+        (lambda: pass_at_k(4, 5, 1), "0 <= c <= n"),
+        (lambda: pass_at_k(4, 1, 5), "1 <= k <= n"),
+        (lambda: expected_best_at_k([[1, 0]], 1, weights=[[1, 0, 0]]), r"weights must have shape \(K, 2\)"),
+        (lambda: reward_diversity(np.zeros((2, 2, 2, 2))), r"\(N, d\) or \(P, N, d\)"),
+    ],
+)
+def test_bad_input_is_named(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
