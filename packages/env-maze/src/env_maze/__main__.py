@@ -1,0 +1,3 @@
+from env_maze.cli import main
+
+raise SystemExit(main())

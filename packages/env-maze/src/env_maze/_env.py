@@ -1,0 +1,164 @@
+"""`MazeEnv`: the paper's designed-conflict maze as a vpo-core text environment (``maze-v1``)."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from env_maze._generate import SPLITS, generate, split_seeds
+from env_maze._maze import Maze
+from env_maze._parse import extract_answer, parse_moves, split_routes
+from env_maze._prompts import multi_prompt, single_prompt
+from env_maze._reward import score_routes
+from env_maze._solver import route_text, solve
+from vpo_core import Candidate, Message, Mode, RewardSpec, Task, TextEnv
+from vpo_core.multi_answer import render_numbered
+
+__all__ = ["MazeEnv"]
+
+MAZE_SPEC = RewardSpec.uniform(
+    ["completion", "gold", "diamond", "avoid_lava"],
+    [
+        "Reaching the exit (E)",
+        "Collecting Gold (G) tiles",
+        "Collecting Diamond (D) tiles",
+        "Avoiding Lava (L) tiles",
+    ],
+)
+
+Route = tuple[int, ...]
+
+
+class MazeEnv(TextEnv[Maze, Route]):
+    """Navigate a 9×9 maze from S to E collecting gold and diamonds and avoiding lava.
+
+    The reward is (completion, gold, diamond, avoid_lava) in [0, 1]^4 with w* = the uniform mean;
+    the geometry lets a route reach one treasure corner within the budget but not both, so no route
+    maxes every dimension. A candidate is a success when it reaches the maze's best achievable
+    w*-score (found by the exact solver), not the unreachable 1.0.
+
+    Args:
+        train_size: Number of train mazes (the paper: 1000, seeds from 42).
+        test_size: Number of test mazes (the paper: 100, seeds from 4242).
+    """
+
+    env_id = "maze-v1"
+    reward_spec = MAZE_SPEC
+
+    def __init__(self, train_size: int = 1000, test_size: int = 100) -> None:
+        for name, value, paper in (("train_size", train_size, 1000), ("test_size", test_size, 100)):
+            if not isinstance(value, int) or not 1 <= value <= paper:
+                raise ValueError(f"{name} must be an int in [1, {paper}] (the paper's split size), got {value!r}.")
+        self.sizes = {"train": train_size, "test": test_size}
+        self._tasks: dict[str, list[Task[Maze]]] = {}
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"sizes": self.sizes}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.sizes = state["sizes"]
+        self._tasks = {}
+
+    # --------------------------------------------------------------------------------- tasks
+    def tasks(self, split: str) -> list[Task[Maze]]:
+        """The paper's mazes of a split (generated once per process, deterministic)."""
+        if split not in SPLITS:
+            raise ValueError(f"unknown maze split {split!r}; choose one of {sorted(SPLITS)}.")
+        if split not in self._tasks:
+            seeds = split_seeds(split)[: self.sizes[split]]
+            self._tasks[split] = [self._task(split, i, generate(seed)) for i, seed in enumerate(seeds)]
+        return self._tasks[split]
+
+    @staticmethod
+    def _task(split: str, index: int, maze: Maze | None) -> Task[Maze]:
+        if maze is None:  # pragma: no cover - split_seeds only keeps surviving seeds
+            raise RuntimeError("a split seed produced no maze")
+        return Task(id=f"maze-v1/{split}/{index}", split=split, index=index, payload=maze, metadata={"seed": maze.seed})
+
+    @staticmethod
+    def task_from_grid(grid: str, budget: int) -> Task[Maze]:
+        """A task from a text grid (rows of space-separated cells, as in the prompt) and a budget.
+
+        Raises:
+            ValueError: If the grid is not a rectangle of known cells with one S and one E.
+        """
+        maze = Maze.from_text(grid, budget)
+        return Task(
+            id=f"maze-v1/custom/{abs(hash((maze.rows, budget))) % 10**12}", split="custom", index=0, payload=maze
+        )
+
+    # ------------------------------------------------------------------------------- prompts
+    def _render_prompt(self, task: Task[Maze], mode: Mode, m: int) -> list[Message]:
+        text = single_prompt(task.payload) if mode == "single" else multi_prompt(task.payload, m)
+        return [Message(role="user", content=text)]
+
+    # ------------------------------------------------------------------------------- parsing
+    def _parse(self, task: Task[Maze], completion: str, mode: Mode, m: int) -> list[Candidate[Route]]:
+        texts = [extract_answer(completion)] if mode == "single" else split_routes(completion, m)
+        out = []
+        for i, text in enumerate(texts):
+            moves = parse_moves(text)
+            out.append(Candidate(index=i, text=text, answer=moves, error=None if moves else "no moves"))
+        return out
+
+    def dedup_key(self, task: Task[Maze], candidate: Candidate[Route]) -> Hashable | None:
+        """The move sequence; empty routes are dropped."""
+        return candidate.answer or None
+
+    # ------------------------------------------------------------------------------- rewards
+    def reward(self, task: Task[Maze], candidate: Candidate[Route]) -> NDArray[np.float64]:
+        """(completion, gold, diamond, avoid_lava) of one route, shape (4,)."""
+        return self.rewards(task, [candidate])[0]
+
+    def rewards(self, task: Task[Maze], candidates: Sequence[Candidate[Route]]) -> NDArray[np.float64]:
+        """Rewards of several routes, simulated together, shape (k, 4)."""
+        return score_routes(task.payload, [c.answer or () for c in candidates])
+
+    def is_success(self, rewards: ArrayLike, task: Task[Maze] | None = None) -> NDArray[np.bool_]:
+        """Reaching the maze's best achievable w*-score (needs the task; without it, w*-score 1)."""
+        scores = self.reward_spec.scalarize(rewards)
+        if task is None:
+            return scores >= 1.0 - 1e-9
+        return scores >= solve(task.payload).best_score - 1e-9
+
+    def optimum(self, task: Task[Maze]) -> float:
+        """The best achievable w*-score of the task (the ceiling of best@k)."""
+        return solve(task.payload).best_score
+
+    # -------------------------------------------------------------------------- demonstrations
+    def reference_completion(self, task: Task[Maze], *, mode: Mode = "single", m: int = 1) -> str | None:
+        """A w*-optimal route (single) or m routes over distinct Pareto points, best first (multi)."""
+        solution = solve(task.payload)
+        if not solution.routes:
+            return None
+        if mode == "single":
+            return f"<answer>{route_text(solution.routes[0])}</answer>"
+        routes = list(solution.pareto_routes)
+        routes = [routes[i % len(routes)] for i in range(m)]
+        return render_numbered("route", [route_text(r) for r in routes])
+
+    def demonstrations(self, task: Task[Maze], n: int, *, seed: int = 0) -> list[str]:
+        """Up to n distinct valid routes (move words), for warm-starting small models.
+
+        Pareto-optimal routes come first (best w*-score first), then other achievable outcomes in a
+        seeded random order, so a demonstration set covers different trade-offs rather than n
+        copies of one route. Every route reaches E within the budget.
+
+        Args:
+            task: The task.
+            n: Number of routes wanted.
+            seed: Seed of the order of the non-Pareto routes.
+
+        Returns:
+            Route texts such as ``"RIGHT RIGHT DOWN ..."`` (fewer than n when the maze has fewer
+            distinct outcomes).
+        """
+        solution = solve(task.payload)
+        pareto = [r for r, keep in zip(solution.routes, solution.pareto, strict=True) if keep]
+        rest = [r for r, keep in zip(solution.routes, solution.pareto, strict=True) if not keep]
+        order = np.random.default_rng([seed, task.index]).permutation(len(rest))
+        routes = pareto + [rest[i] for i in order]
+        return [route_text(r) for r in routes[:n]]
