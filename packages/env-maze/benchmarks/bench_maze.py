@@ -1,6 +1,6 @@
 """Speed of env-maze (issue 3): generation, scoring throughput, exact solver.
 
-    OMP_NUM_THREADS=1 uv run python packages/env-maze/benchmarks/bench_maze.py
+OMP_NUM_THREADS=1 uv run python packages/env-maze/benchmarks/bench_maze.py
 """
 
 from __future__ import annotations
@@ -9,13 +9,13 @@ import os
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-import random  # noqa: E402
-import time  # noqa: E402
+import random
+import time
 
-from env_maze import MazeEnv, solve  # noqa: E402
-from env_maze._generate import SPLITS, generate  # noqa: E402
-from env_maze._reward import simulate_reference  # noqa: E402
-from env_maze._solver import route_text  # noqa: E402
+from env_maze import MazeEnv, solve
+from env_maze._generate import SPLITS, generate
+from env_maze._reward import simulate_reference
+from env_maze._solver import route_text
 
 
 def timed(fn) -> float:
