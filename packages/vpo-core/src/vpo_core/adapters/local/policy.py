@@ -1,0 +1,236 @@
+"""The policy: a Hugging Face causal LM and its tokenizer, built locally or loaded from a directory.
+
+The default model is made on the spot, with no download: a byte-level BPE tokenizer trained on the
+env's own text (its prompts and demonstrations) and a small Qwen2-architecture transformer. Both are
+saved with ``save_pretrained`` so any Hugging Face tool can load them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+
+from vpo_core.types import Message
+
+__all__ = ["Policy", "build_tokenizer", "load_policy", "new_policy"]
+
+BOS, EOS, PAD = "<|bos|>", "<|end|>", "<|pad|>"
+USER, ASSISTANT, SYSTEM = "<|user|>", "<|assistant|>", "<|system|>"
+CHAT_TEMPLATE = (
+    "{% for message in messages %}<|{{ message['role'] }}|>\n{{ message['content'] }}\n{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>\n{% endif %}"
+)
+
+
+# Pieces BPE may not merge with their neighbours: single-character cells of a text grid (with the
+# space or newline after them), whole words in capitals (moves such as RIGHT), numbers and XML-like tags.
+# Between them, recurring instruction text is free to merge into long tokens, which keeps prompts short.
+ATOMS = r"(?:(?<=\s)|^)[^\s\w<>](?:[ \n]|$)|(?:(?<=\s)|^)[A-Z](?:[ \n]|$)|[A-Z]{2,}[ \n]?|\d+|</?[a-z_0-9]+>"
+
+
+def build_tokenizer(texts: Iterable[str], vocab_size: int) -> PreTrainedTokenizerFast:
+    """A byte-level BPE tokenizer trained on `texts`, with a chat template.
+
+    Byte-level BPE decodes exactly what it encodes, so parsed completions are the generated text;
+    the `ATOMS` split keeps grid cells and answer words as separate tokens.
+    """
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(ATOMS), behavior="isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=[PAD, BOS, EOS, USER, ASSISTANT, SYSTEM],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tokenizer.train_from_iterator(texts, trainer=trainer)
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer, bos_token=BOS, eos_token=EOS, pad_token=PAD, padding_side="left"
+    )
+    fast.chat_template = CHAT_TEMPLATE
+    return fast
+
+
+@dataclass
+class Policy:
+    """A causal LM with its tokenizer.
+
+    Attributes:
+        model: The language model.
+        tokenizer: Its tokenizer (left padding, with a chat template).
+        device: Where the model lives.
+    """
+
+    model: Any
+    tokenizer: Any
+    device: torch.device
+
+    def prompt_text(self, messages: Sequence[Message]) -> str:
+        """Chat messages rendered with the tokenizer's template, ending with the assistant header."""
+        return self.tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True)
+
+    def save(self, path: Path) -> None:
+        """``save_pretrained`` the model and tokenizer."""
+        path.mkdir(parents=True, exist_ok=True)
+        self.model.save_pretrained(path)
+        self.tokenizer.save_pretrained(path)
+
+    @torch.no_grad()
+    def generate(
+        self,
+        prompts: Sequence[str],
+        *,
+        num_samples: int,
+        max_new_tokens: int,
+        temperature: float,
+        top_p: float = 1.0,
+        seed: int | None = None,
+    ) -> tuple[list[str], torch.Tensor, torch.Tensor]:
+        """Sample completions.
+
+        Args:
+            prompts: Rendered prompts, P of them.
+            num_samples: Completions per prompt (G).
+            max_new_tokens: Longest completion.
+            temperature: Sampling temperature.
+            top_p: Nucleus sampling.
+            seed: Seed of torch's sampling RNG (None keeps the current state).
+
+        Returns:
+            The P·G completion texts (prompt-major), and the prompt and response token ids of each,
+            shapes (P·G, L_prompt) left-padded and (P·G, L_response) right-padded with pad tokens.
+        """
+        if seed is not None:
+            torch.manual_seed(seed)
+        self.model.eval()
+        enc = self.tokenizer(list(prompts), return_tensors="pt", padding=True, add_special_tokens=False)
+        input_ids = enc["input_ids"].repeat_interleave(num_samples, dim=0).to(self.device)
+        attention = enc["attention_mask"].repeat_interleave(num_samples, dim=0).to(self.device)
+        out = self.model.generate(
+            input_ids=input_ids,
+            attention_mask=attention,
+            do_sample=True,
+            temperature=temperature,
+            top_p=top_p,
+            top_k=0,
+            max_new_tokens=max_new_tokens,
+            pad_token_id=self.tokenizer.pad_token_id,
+            eos_token_id=self.tokenizer.eos_token_id,
+            suppress_tokens=[self.tokenizer.pad_token_id],
+        )
+        response = out[:, input_ids.shape[1] :]
+        # everything after the first EOS is padding
+        eos = response == self.tokenizer.eos_token_id
+        after = torch.cumsum(eos.int(), dim=1) - eos.int() > 0
+        response = response.masked_fill(after, self.tokenizer.pad_token_id)
+        texts = self.tokenizer.batch_decode(response, skip_special_tokens=True)
+        return texts, input_ids, response
+
+    def response_mask(self, response: torch.Tensor) -> torch.Tensor:
+        """1 for generated tokens up to and including EOS, 0 for padding, shape (N, L_response)."""
+        pad = self.tokenizer.pad_token_id
+        is_pad = response == pad
+        return (~is_pad).float()
+
+    def log_probs(
+        self, prompt_ids: torch.Tensor, response: torch.Tensor, *, with_entropy: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Log-probabilities of the response tokens under the model.
+
+        Args:
+            prompt_ids: Left-padded prompt ids, shape (N, L_p).
+            response: Right-padded response ids, shape (N, L_r).
+            with_entropy: Also return the per-token entropy of the predictive distribution.
+
+        Returns:
+            Log-probs, shape (N, L_r), and the entropies (N, L_r) or None.
+        """
+        pad = self.tokenizer.pad_token_id
+        ids = torch.cat([prompt_ids, response], dim=1)
+        attention = torch.cat([(prompt_ids != pad), torch.ones_like(response, dtype=torch.bool)], dim=1).long()
+        positions = (attention.cumsum(dim=1) - 1).clamp(min=0)
+        logits = self.model(input_ids=ids, attention_mask=attention, position_ids=positions).logits
+        logits = logits[:, prompt_ids.shape[1] - 1 : -1, :].float()
+        logp = F.log_softmax(logits, dim=-1)
+        token_logp = torch.gather(logp, 2, response.unsqueeze(-1)).squeeze(-1)
+        entropy = -(logp.exp() * logp).sum(-1) if with_entropy else None
+        return token_logp, entropy
+
+
+def new_policy(
+    texts: Iterable[str],
+    *,
+    vocab_size: int,
+    hidden_size: int,
+    layers: int,
+    heads: int,
+    seed: int,
+    max_positions: int,
+    device: str = "cpu",
+) -> Policy:
+    """Build the default small model and its tokenizer from the env's own text."""
+    tokenizer = build_tokenizer(texts, vocab_size)
+    torch.manual_seed(seed)
+    config = Qwen2Config(
+        vocab_size=len(tokenizer),
+        hidden_size=hidden_size,
+        intermediate_size=hidden_size * 4,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=heads,
+        max_position_embeddings=max_positions,
+        tie_word_embeddings=True,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    model = Qwen2ForCausalLM(config).to(device)
+    return Policy(model=model, tokenizer=tokenizer, device=torch.device(device))
+
+
+def load_policy(path: str | Path, device: str = "cpu") -> Policy:
+    """Load a model directory (``save_pretrained`` layout) with its tokenizer.
+
+    Raises:
+        FileNotFoundError: If the directory, its weights or its tokenizer are missing.
+    """
+    path = Path(path)
+    if not path.is_dir():
+        raise FileNotFoundError(f"model directory {path} does not exist; pass model=<a local HF model dir> or omit it.")
+    if not (path / "config.json").exists():
+        raise FileNotFoundError(f"{path} has no config.json: it is not a Hugging Face model directory.")
+    if not any((path / name).exists() for name in ("tokenizer.json", "tokenizer_config.json", "tokenizer.model")):
+        raise FileNotFoundError(
+            f"{path} has no tokenizer files; save the tokenizer next to the model (tokenizer.save_pretrained)."
+        )
+    tokenizer_config = path / "tokenizer_config.json"
+    tokenizer_class = (
+        json.loads(tokenizer_config.read_text()).get("tokenizer_class") if tokenizer_config.exists() else None
+    )
+    if tokenizer_class in ("TokenizersBackend", "PreTrainedTokenizerFast") and (path / "tokenizer.json").exists():
+        # a tokenizer built by `build_tokenizer`: load it as saved (AutoTokenizer would pick the model
+        # type's tokenizer class, e.g. Qwen2's, and replace our pre-tokenizer)
+        tokenizer = PreTrainedTokenizerFast.from_pretrained(path)
+    else:
+        tokenizer = AutoTokenizer.from_pretrained(path)
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    if tokenizer.chat_template is None:
+        tokenizer.chat_template = CHAT_TEMPLATE
+    model = AutoModelForCausalLM.from_pretrained(path).to(device)
+    return Policy(model=model, tokenizer=tokenizer, device=torch.device(device))

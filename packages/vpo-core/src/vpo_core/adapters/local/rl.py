@@ -1,0 +1,147 @@
+"""One RL step of the local engine: sample groups, score them, compute advantages, update."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+import torch
+
+from vpo_core.adapters.local.config import TrainConfig
+from vpo_core.adapters.local.loss import actor_loss
+from vpo_core.adapters.local.policy import Policy
+from vpo_core.advantages import compute_advantages, rollout_scalars
+from vpo_core.env import TextEnv
+from vpo_core.methods import get_method
+from vpo_core.metrics import reward_diversity
+from vpo_core.weights import dirichlet_weights, stable_seed
+
+__all__ = ["goal_weights_for", "rl_step"]
+
+
+def goal_weights_for(env: TextEnv[Any, Any], task: Any, seed: int) -> np.ndarray:
+    """The goal-conditioned baseline's weights of a task: one Dir(1) draw keyed by the task id."""
+    return dirichlet_weights(env.spec_for(task).dim, 1, seed=seed, key=("goal", task.id))[0]
+
+
+def rl_step(
+    policy: Policy,
+    reference: Policy,
+    optimizer: torch.optim.Optimizer,
+    env: TextEnv[Any, Any],
+    train_tasks: list[Any],
+    config: TrainConfig,
+    *,
+    step: int,
+    max_new_tokens: int,
+) -> dict[str, Any]:
+    """Sample G rollouts for each of `config.prompts_per_step` prompts, score, and take PPO steps.
+
+    Returns:
+        The step's metrics: reward per dimension, mean w*-score, set reward (the method's rollout
+        scalar), best-of-m, reward-space diversity of the groups, KL, entropy, timing.
+    """
+    t_start = time.perf_counter()
+    method = get_method(config.method)
+    mode, m, group = method.mode, int(config.m or 1), config.group_size
+    rng = np.random.default_rng([config.seed, 2, step])
+    tasks = [train_tasks[int(i)] for i in rng.choice(len(train_tasks), size=config.prompts_per_step, replace=False)]
+    spec = env.spec_for(tasks[0])
+    goal = np.stack([goal_weights_for(env, t, config.seed) for t in tasks]) if method.goal_prompt else None
+    prompts = [
+        policy.prompt_text(env.render_prompt(t, mode=mode, m=m, goal_weights=None if goal is None else goal[i]))  # type: ignore[arg-type]
+        for i, t in enumerate(tasks)
+    ]
+    texts, prompt_ids, response = policy.generate(
+        prompts,
+        num_samples=group,
+        max_new_tokens=max_new_tokens,
+        temperature=config.temperature,
+        seed=stable_seed(config.seed, ("rollout", step)) % (2**63),
+    )
+    t_sampled = time.perf_counter()
+
+    raw = np.zeros((len(tasks), group, m, spec.dim))
+    train = np.zeros_like(raw)
+    for i, text in enumerate(texts):
+        b, g = divmod(i, group)
+        candidates = env.parse(tasks[b], text, mode=mode, m=m)  # type: ignore[arg-type]
+        raw[b, g] = env.rewards(tasks[b], candidates)
+        train[b, g] = env.training_rewards(tasks[b], candidates) if mode == "multi" else raw[b, g]
+    mask = policy.response_mask(response)
+    lengths = mask.sum(dim=1).clamp(min=1).cpu().numpy().reshape(len(tasks), group)
+    keys = [f"{step}:{t.id}" for t in tasks]
+    options: dict[str, Any] = {"std": config.std}
+    if goal is not None:
+        options["goal_weights"] = goal
+    if method.normalizer == "gdpo":
+        options["response_lengths"] = lengths
+    advantages = compute_advantages(
+        config.method,
+        train,
+        w_star=spec.w_star,
+        seed=config.seed,
+        group_keys=keys,
+        num_weights=config.num_weights,
+        alpha=config.alpha,
+        **options,
+    )
+    scalars = rollout_scalars(
+        config.method,
+        train,
+        w_star=spec.w_star,
+        seed=config.seed,
+        group_keys=keys,
+        num_weights=config.num_weights,
+        alpha=config.alpha,
+        goal_weights=goal,
+    )
+    t_scored = time.perf_counter()
+
+    adv = torch.as_tensor(advantages.reshape(-1), dtype=torch.float32, device=policy.device)
+    policy.model.eval()
+    with torch.no_grad():
+        old_logp, _ = policy.log_probs(prompt_ids, response)
+        ref_logp, _ = reference.log_probs(prompt_ids, response)
+    policy.model.train()
+    order = torch.as_tensor(rng.permutation(len(texts)), device=policy.device)
+    stats: dict[str, list[float]] = {"pg_loss": [], "kl": [], "entropy": [], "pg_clipfrac": [], "grad_norm": []}
+    for chunk in torch.chunk(order, config.mini_batches):
+        logp, entropy = policy.log_probs(prompt_ids[chunk], response[chunk], with_entropy=True)
+        loss, loss_stats = actor_loss(
+            logp,
+            old_logp[chunk],
+            ref_logp[chunk],
+            adv[chunk],
+            mask[chunk],
+            clip_ratio=config.clip_ratio,
+            clip_ratio_c=config.clip_ratio_c,
+            kl_coef=config.kl_coef,
+        )
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        grad_norm = torch.nn.utils.clip_grad_norm_(policy.model.parameters(), config.grad_clip)
+        optimizer.step()
+        stats["pg_loss"].append(loss_stats["pg_loss"])
+        stats["kl"].append(loss_stats["kl"])
+        stats["pg_clipfrac"].append(loss_stats["pg_clipfrac"])
+        stats["grad_norm"].append(float(grad_norm))
+        assert entropy is not None
+        stats["entropy"].append(float((entropy * mask[chunk]).sum() / mask[chunk].sum().clamp(min=1)))
+    policy.model.eval()
+    t_done = time.perf_counter()
+
+    w_scores = spec.scalarize(raw)  # (P, G, m)
+    record: dict[str, Any] = {"step": step}
+    record.update({f"reward/{name}": float(raw[..., i].mean()) for i, name in enumerate(spec.names)})
+    record["mean_w_star"] = float(w_scores.mean())
+    record["set_reward"] = float(np.mean(scalars))
+    record["best_of_m"] = float(w_scores.max(axis=-1).mean())
+    record["diversity"] = float(np.mean([reward_diversity(raw[b].reshape(-1, spec.dim)) for b in range(len(tasks))]))
+    record["response_tokens"] = float(lengths.mean())
+    record.update({k: float(np.mean(v)) for k, v in stats.items()})
+    record["time/sample_s"] = round(t_sampled - t_start, 3)
+    record["time/score_s"] = round(t_scored - t_sampled, 3)
+    record["time/update_s"] = round(t_done - t_scored, 3)
+    return record

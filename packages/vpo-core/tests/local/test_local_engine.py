@@ -1,0 +1,158 @@
+"""The local engine on CPU with a tiny model: loss, one RL step, resume, bad input, evaluate.py."""
+
+from __future__ import annotations
+
+import json
+import runpy
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import vpo_core
+from vpo_core.adapters.local.config import parse_overrides
+from vpo_core.adapters.local.loss import actor_loss
+from vpo_core.adapters.local.policy import build_tokenizer, load_policy
+from vpo_core.adapters.local.train import main as train_main
+from vpo_core.adapters.local.train import run
+
+ROOT = Path(__file__).resolve().parents[4]
+TINY = [
+    "hidden_size=32",
+    "layers=1",
+    "heads=2",
+    "vocab_size=400",
+    "warmup_steps=3",
+    "warmup_batch=4",
+    "prompts_per_step=2",
+    "group_size=2",
+    "eval_tasks=0",
+    "threads=1",
+]
+
+
+# ----------------------------------------------------------------------------------- config
+def test_config_defaults_and_validation():
+    config = parse_overrides([])
+    assert (config.env, config.method, config.m, config.mode, config.group_size) == ("maze-v1", "vpo", 3, "multi", 8)
+    assert parse_overrides(["method=grpo"]).m == 1
+    with pytest.raises(ValueError, match="unknown method 'ppo'"):
+        parse_overrides(["method=ppo"])
+    with pytest.raises(ValueError, match="single-answer, so m must be 1"):
+        parse_overrides(["method=grpo", "m=3"])
+    with pytest.raises(ValueError, match="unknown option 'stepz'; valid options"):
+        parse_overrides(["stepz=3"])
+    with pytest.raises(ValueError, match="steps expects an integer"):
+        parse_overrides(["steps=many"])
+    with pytest.raises(ValueError, match="key=value"):
+        parse_overrides(["--dry-run"])
+
+
+# -------------------------------------------------------------------------------- tokenizer
+def test_tokenizer_round_trips_and_keeps_cells_and_moves_atomic():
+    env = vpo_core.make("maze-v1", train_size=20, test_size=2)
+    task = env.tasks("train")[0]
+    texts = [
+        env.render_prompt(task, mode="multi", m=3)[0]["content"],
+        env.reference_completion(task, mode="multi", m=3),
+    ]
+    tok = build_tokenizer(texts * 20, 500)
+    for text in texts:
+        assert tok.decode(tok(text, add_special_tokens=False)["input_ids"]) == text
+    pieces = [tok.decode([i]) for i in tok(texts[1], add_special_tokens=False)["input_ids"]]
+    assert {"RIGHT ", "DOWN "} & set(pieces)
+    grid_pieces = [tok.decode([i]) for i in tok(task.payload.text, add_special_tokens=False)["input_ids"]]
+    assert len(grid_pieces) == 81  # one token per cell (with its separator)
+
+
+# ------------------------------------------------------------------------------------- loss
+def test_actor_loss_matches_hand_computation():
+    mask = torch.tensor([[1.0, 1.0, 0.0], [1.0, 1.0, 1.0]])
+    logp = torch.log(torch.tensor([[0.5, 0.5, 0.5], [0.2, 0.4, 0.5]]))
+    adv = torch.tensor([1.0, -2.0])
+    loss, stats = actor_loss(logp, logp.clone(), logp.clone(), adv, mask, kl_coef=0.5)
+    # ratio 1, KL 0: token-mean of -A over the 5 valid tokens
+    assert float(loss) == pytest.approx(-(1 + 1 - 2 - 2 - 2) / 5)
+    assert stats["kl"] == pytest.approx(0.0)
+    # a ratio above 1 + eps with A > 0 is clipped: no gradient
+    new = logp.clone().requires_grad_(True)
+    shifted = new + torch.tensor([[0.5, 0.0, 0.0], [0.0, 0.0, 0.0]])
+    loss, _ = actor_loss(shifted, logp, logp, adv, mask, kl_coef=0.0)
+    loss.backward()
+    assert new.grad[0, 0] == 0.0
+    assert new.grad[0, 1] != 0.0
+    # dual clip: with A < 0 the loss per token is capped at -A * c
+    big = logp + torch.tensor([[0.0, 0.0, 0.0], [3.0, 0.0, 0.0]])
+    loss, _ = actor_loss(big, logp, logp, adv, mask, kl_coef=0.0, clip_ratio_c=3.0)
+    expected = (-1 * 1 - 1 * 1 + 2 * 3.0 + 2 * 1 + 2 * 1) / 5
+    assert float(loss) == pytest.approx(expected, rel=1e-6)
+
+
+# ---------------------------------------------------------------------- training and resume
+def _params(path: Path) -> dict[str, torch.Tensor]:
+    return {k: v.clone() for k, v in load_policy(path).model.state_dict().items()}
+
+
+def test_rl_steps_change_the_model_and_resume_is_exact(tmp_path):
+    one_go = tmp_path / "one_go"
+    run(parse_overrides([*TINY, "steps=2", "save_every=1", f"out={one_go}"]))
+    init, final = _params(one_go / "init_model"), _params(one_go / "checkpoint" / "model")
+    assert any(not torch.equal(init[k], final[k]) for k in init)
+    history = [json.loads(line) for line in (one_go / "metrics.jsonl").read_text().splitlines()]
+    assert [h["step"] for h in history] == [0, 1]
+    assert {"reward/gold", "set_reward", "best_of_m", "diversity", "kl", "entropy"} <= set(history[0])
+    assert (one_go / "training.png").stat().st_size > 0
+
+    resumed = tmp_path / "resumed"
+    run(parse_overrides([*TINY, "steps=1", "save_every=1", f"out={resumed}"]))
+    run(parse_overrides([*TINY, "steps=2", "save_every=1", f"out={resumed}"]))  # the same command, more steps
+    again = _params(resumed / "checkpoint" / "model")
+    for key in final:
+        torch.testing.assert_close(again[key], final[key], rtol=0, atol=0)
+    with pytest.raises(ValueError, match="holds a run with different settings"):
+        run(parse_overrides([*TINY, "steps=2", "lr=0.1", f"out={resumed}"]))
+
+
+def test_identical_rewards_give_zero_advantage_and_no_policy_gradient():
+    from vpo_core import compute_advantages
+
+    rewards = np.zeros((2, 4, 3, 4))
+    adv = torch.as_tensor(compute_advantages("vpo", rewards, w_star=np.full(4, 0.25)), dtype=torch.float32)
+    logp = torch.zeros(8, 5, requires_grad=True)
+    loss, _ = actor_loss(logp, logp.detach(), logp.detach(), adv.reshape(-1), torch.ones(8, 5), kl_coef=0.0)
+    loss.backward()
+    assert torch.count_nonzero(logp.grad) == 0
+
+
+# -------------------------------------------------------------------------------- bad input
+def test_bad_input_messages(tmp_path, capsys):
+    out = f"out={tmp_path / 'run'}"
+    assert train_main(["env=maze-v9", out]) == 2
+    assert "unknown env id 'maze-v9'" in capsys.readouterr().err
+    assert train_main(["model=/nonexistent/model", out]) == 2
+    assert "does not exist; pass model=" in capsys.readouterr().err
+    (tmp_path / "bare").mkdir()
+    (tmp_path / "bare" / "config.json").write_text("{}")
+    assert train_main([f"model={tmp_path / 'bare'}", out]) == 2
+    assert "has no tokenizer files" in capsys.readouterr().err
+    assert train_main(["method=vpo", "m=1", out]) == 2
+    assert "use m>=2" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------ evaluate.py
+def test_evaluate_app_writes_table_and_plot(tmp_path):
+    run_dir = tmp_path / "run"
+    run(parse_overrides([*TINY, "steps=1", f"out={run_dir}"]))
+    evaluate = runpy.run_path(str(ROOT / "apps" / "evaluate.py"), run_name="evaluate_app")["main"]
+    out = tmp_path / "eval"
+    code = evaluate([f"checkpoints={run_dir},{run_dir}@init", "tasks=3", "samples=6", f"out={out}"])
+    assert code == 0
+    table = (out / "table.md").read_text()
+    assert "| run | multi, 3 |" in table
+    assert "| run@init | multi, 3 |" in table
+    results = json.loads((out / "results.json").read_text())
+    assert len(results["run"]["curve"]) == 6
+    assert (out / "best_at_k.png").read_bytes()[:4] == b"\x89PNG"
+    with pytest.raises(SystemExit, match="pass mode=single"):
+        evaluate([f"checkpoints={run_dir / 'init_model'}", "tasks=1"])
