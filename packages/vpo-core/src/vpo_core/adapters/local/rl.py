@@ -127,8 +127,9 @@ def rl_step(
         stats["kl"].append(loss_stats["kl"])
         stats["pg_clipfrac"].append(loss_stats["pg_clipfrac"])
         stats["grad_norm"].append(float(grad_norm))
-        assert entropy is not None
-        stats["entropy"].append(float((entropy * mask[chunk]).sum() / mask[chunk].sum().clamp(min=1)))
+        if entropy is not None:
+            token_entropy = (entropy.detach() * mask[chunk]).sum() / mask[chunk].sum().clamp(min=1)
+            stats["entropy"].append(float(token_entropy))
     policy.model.eval()
     t_done = time.perf_counter()
 

@@ -1,0 +1,3 @@
+from env_toolrl.cli import main
+
+raise SystemExit(main())

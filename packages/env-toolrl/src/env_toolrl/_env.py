@@ -1,0 +1,133 @@
+"""`ToolRLEnv`: ToolRL (rlla_4k) tool calling with the VPO paper's 4-dim reward (``toolrl-v1``)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from env_toolrl._data import load_rows
+from env_toolrl._parse import ToolCall, parse_reply
+from env_toolrl._reward import score_reply
+from vpo_core import Candidate, Message, Mode, RewardSpec, Task, TextEnv
+from vpo_core.multi_answer import extract_numbered, render_numbered
+
+__all__ = ["TOOLRL_SPEC", "ToolRLEnv", "ToolTask"]
+
+TOOLRL_SPEC = RewardSpec.uniform(
+    ["format", "tool_name", "arg_key", "arg_value"],
+    [
+        "Producing a well-formed structured response",
+        "Calling the right tools",
+        "Filling in the right argument keys",
+        "Using the right argument values",
+    ],
+)
+
+MULTI_INSTRUCTION = (
+    "\n\n---\nADDITIONAL INSTRUCTION (overrides the single-attempt output format above): Provide {m} different "
+    "attempts at the task. Wrap each attempt in numbered outer tags <response_1>...</response_1> through "
+    "<response_{m}>...</response_{m}>. Inside each <response_i>, follow the original output format from the "
+    "system prompt (your <think>, optional <tool_call>, and inner <response> sections). The {m} attempts should "
+    "be genuinely different --- different tool choices, different argument values, or different reasoning --- "
+    "not paraphrases. Closing tags are required on every outer attempt."
+)
+
+
+@dataclass(frozen=True)
+class ToolTask:
+    """One rlla_4k row: the chat messages as stored upstream and the gold reply."""
+
+    messages: tuple[tuple[str, str], ...]
+    ground_truth: str
+    source_index: int
+
+
+@lru_cache(maxsize=8192)
+def gold_calls(ground_truth: str) -> tuple[ToolCall, ...]:
+    """The gold reply's calls, parsed with the same parser as predictions."""
+    return parse_reply(ground_truth).calls
+
+
+class ToolRLEnv(TextEnv[ToolTask, str]):
+    """Answer a multi-turn tool-use dialogue with ``<think>``, ``<tool_call>`` and ``<response>``.
+
+    Reward (format, tool_name, arg_key, arg_value) in [0, 1]^4, w* = the uniform mean; success =
+    all four at 1.
+
+    Args:
+        data_dir: Folder holding the upstream ``train.parquet`` / ``test.parquet`` (default:
+            ``$VPO_TOOLRL_DIR``). A missing file is an error only when its split is asked for.
+    """
+
+    env_id = "toolrl-v1"
+    reward_spec = TOOLRL_SPEC
+
+    def __init__(self, data_dir: str | os.PathLike[str] | None = None) -> None:
+        self.data_dir = None if data_dir is None else str(data_dir)
+        self._tasks: dict[str, list[Task[ToolTask]]] = {}
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"data_dir": self.data_dir}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(**state)  # type: ignore[misc]
+
+    def tasks(self, split: str) -> list[Task[ToolTask]]:
+        """The rows of a split (3,920 train / 80 test upstream), in file order."""
+        if split not in self._tasks:
+            rows = load_rows(split, self.data_dir)
+            self._tasks[split] = [self._task(split, i, row) for i, row in enumerate(rows)]
+        return self._tasks[split]
+
+    @staticmethod
+    def _task(split: str, index: int, row: dict[str, Any]) -> Task[ToolTask]:
+        messages = tuple((str(msg["role"]), str(msg["content"])) for msg in row["prompt"])
+        extra = row.get("extra_info") or {}
+        payload = ToolTask(
+            messages=messages,
+            ground_truth=str(row["reward_model"]["ground_truth"]),
+            source_index=int(extra.get("index", index)),
+        )
+        return Task(id=f"toolrl-v1/{split}/{index}", split=split, index=index, payload=payload)
+
+    def _render_prompt(self, task: Task[ToolTask], mode: Mode, m: int) -> list[Message]:
+        messages = [Message(role=role, content=content) for role, content in task.payload.messages]  # type: ignore[typeddict-item]
+        if mode == "multi":
+            last = max(i for i, msg in enumerate(messages) if msg["role"] == "user")
+            messages[last] = Message(role="user", content=messages[last]["content"] + MULTI_INSTRUCTION.format(m=m))
+        return messages
+
+    def _parse(self, task: Task[ToolTask], completion: str, mode: Mode, m: int) -> list[Candidate[str]]:
+        bodies: list[str | None] = (
+            [completion] if mode == "single" else list(extract_numbered(completion, "response", m))
+        )
+        return [
+            Candidate(
+                index=i,
+                text=body or "",
+                answer=body if body and body.strip() else None,
+                error=None if body and body.strip() else "missing",
+            )
+            for i, body in enumerate(bodies)
+        ]
+
+    def reward(self, task: Task[ToolTask], candidate: Candidate[str]) -> NDArray[np.float64]:
+        """(format, tool_name, arg_key, arg_value) of one reply, shape (4,)."""
+        if candidate.answer is None:
+            return np.zeros(4)
+        return score_reply(candidate.answer, gold_calls(task.payload.ground_truth))
+
+    def rewards(self, task: Task[ToolTask], candidates: Sequence[Candidate[str]]) -> NDArray[np.float64]:
+        """Rewards of several replies, shape (k, 4)."""
+        return np.stack([self.reward(task, c) for c in candidates]) if candidates else np.zeros((0, 4))
+
+    def reference_completion(self, task: Task[ToolTask], *, mode: Mode = "single", m: int = 1) -> str | None:
+        """The gold reply (single), or the gold reply in each of the m ``<response_i>`` tags (multi)."""
+        gold = task.payload.ground_truth
+        return gold if mode == "single" else render_numbered("response", [gold] * m)

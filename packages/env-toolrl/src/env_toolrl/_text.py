@@ -1,0 +1,50 @@
+"""Text normalisation and the F1 measures of the ToolRL reward."""
+
+from __future__ import annotations
+
+import re
+import string
+from collections import Counter
+from collections.abc import Iterable
+from typing import Any
+
+__all__ = ["multiset_f1", "normalize", "set_f1", "token_f1"]
+
+_PUNCTUATION = re.compile(f"[{re.escape(string.punctuation)}]")
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_SPACES = re.compile(r"\s+")
+
+
+def normalize(value: Any) -> str:
+    """Normalise text for comparison.
+
+    Lowercase, drop ASCII punctuation (``_`` included, so ``Get_News`` ≡ ``getnews``) and the
+    articles a/an/the, collapse whitespace. Non-strings are normalised through ``str``.
+    """
+    text = value if isinstance(value, str) else str(value)
+    text = _PUNCTUATION.sub("", text.lower())
+    return _SPACES.sub(" ", _ARTICLES.sub(" ", text)).strip()
+
+
+def multiset_f1(predicted: Iterable[Any], gold: Iterable[Any]) -> float:
+    """F1 of two multisets: 1 if both are empty, 0 if only one is."""
+    pred, ref = Counter(predicted), Counter(gold)
+    if not pred and not ref:
+        return 1.0
+    if not pred or not ref:
+        return 0.0
+    overlap = sum((pred & ref).values())
+    if overlap == 0:
+        return 0.0
+    precision, recall = overlap / sum(pred.values()), overlap / sum(ref.values())
+    return 2 * precision * recall / (precision + recall)
+
+
+def set_f1(predicted: Iterable[Any], gold: Iterable[Any]) -> float:
+    """F1 of two sets: 1 if both are empty, 0 if only one is."""
+    return multiset_f1(set(predicted), set(gold))
+
+
+def token_f1(predicted: str, gold: str) -> float:
+    """Multiset F1 of the normalised whitespace tokens of two strings."""
+    return multiset_f1(normalize(predicted).split(), normalize(gold).split())
