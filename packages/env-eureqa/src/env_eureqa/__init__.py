@@ -1,1 +1,1 @@
-"""env-eureqa."""
+"""Placeholder: this domain is not implemented yet (see the package README)."""

@@ -1,1 +1,1 @@
-"""env-lcb."""
+"""Placeholder: this domain is not implemented yet (see the package README)."""

@@ -1,1 +1,1 @@
-"""env-musique."""
+"""Placeholder: this domain is not implemented yet (see the package README)."""
