@@ -20,9 +20,12 @@ DATA = Path(__file__).parent / "data"
 THINK = "<think> reasoning </think>\n"
 
 
+_ENV = ToolRLEnv(data_dir=DATA)
+
+
 @pytest.fixture(scope="module")
 def env():
-    return ToolRLEnv(data_dir=DATA)
+    return _ENV
 
 
 def call(name, **params):
@@ -167,7 +170,7 @@ def test_value_match_rules(predicted, gold, expected):
 @settings(max_examples=200, deadline=None)
 @given(st.text(max_size=300), st.integers(1, 4))
 def test_any_text_scores_within_bounds(text, m):
-    env = ToolRLEnv(data_dir=DATA)
+    env = _ENV
     for task in env.tasks("test")[:3]:
         rewards = env.score(task, text, mode="multi", m=m)
         assert rewards.shape == (m, 4)

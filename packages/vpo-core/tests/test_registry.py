@@ -55,7 +55,9 @@ def test_list_envs_imports_nothing_and_make_imports_one_package():
 
 
 def test_unknown_id_lists_installed_and_suggests_close_match():
-    with pytest.raises(KeyError, match=r"unknown env id 'maze-v2'.*Did you mean 'maze-v1'.*Installed envs: .*toolrl-v1"):
+    with pytest.raises(
+        KeyError, match=r"unknown env id 'maze-v2'.*Did you mean 'maze-v1'.*Installed envs: .*toolrl-v1"
+    ):
         vpo_core.make("maze-v2")
     with pytest.raises(KeyError, match="non-empty string"):
         vpo_core.make("")

@@ -1,1 +1,6 @@
-"""Placeholder: this domain is not implemented yet (see the package README)."""
+"""env-eureqa: EUREQA 5-hop entity chains with a per-entity exact-match vector reward (``eureqa-v1``)."""
+
+from env_eureqa._env import EUREQA_SPEC, EureqaEnv, EureqaTask, parse_entities, score_entities
+
+__all__ = ["EUREQA_SPEC", "EureqaEnv", "EureqaTask", "parse_entities", "score_entities"]
+__version__ = "0.1.0"

@@ -23,7 +23,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from env_toolrl._parse import ToolCall, parse_reply
-from env_toolrl._text import multiset_f1, normalize, set_f1, token_f1
+from vpo_core.text import multiset_f1, normalize, set_f1, token_f1
 
 __all__ = ["align_calls", "score_reply", "value_match"]
 

@@ -1,4 +1,4 @@
-"""Text normalisation and the F1 measures of the ToolRL reward."""
+"""Answer normalisation (SQuAD / MuSiQue style) and the F1 measures shared by the text domains."""
 
 from __future__ import annotations
 
@@ -15,13 +15,17 @@ _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _SPACES = re.compile(r"\s+")
 
 
-def normalize(value: Any) -> str:
+def normalize(value: Any, *, underscore_to_space: bool = False) -> str:
     """Normalise text for comparison.
 
     Lowercase, drop ASCII punctuation (``_`` included, so ``Get_News`` ≡ ``getnews``) and the
-    articles a/an/the, collapse whitespace. Non-strings are normalised through ``str``.
+    articles a/an/the, collapse whitespace: the SQuAD/MuSiQue answer normalisation. With
+    ``underscore_to_space`` underscores become spaces first (Wikipedia-style names:
+    ``Robert_Rodriguez`` ≡ ``robert rodriguez``). Non-strings are normalised through ``str``.
     """
     text = value if isinstance(value, str) else str(value)
+    if underscore_to_space:
+        text = text.replace("_", " ")
     text = _PUNCTUATION.sub("", text.lower())
     return _SPACES.sub(" ", _ARTICLES.sub(" ", text)).strip()
 

@@ -1,0 +1,3 @@
+from env_eureqa.cli import main
+
+raise SystemExit(main())

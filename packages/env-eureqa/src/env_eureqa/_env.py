@@ -1,0 +1,164 @@
+"""`EureqaEnv`: EUREQA 5-hop entity chains with a per-entity exact-match reward (``eureqa-v1``)."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from env_eureqa._data import HARD, NORMAL, load_source_split, mixed_split
+from env_eureqa._prompts import multi_prompt, single_prompt
+from vpo_core import Candidate, Message, Mode, RewardSpec, Task, TextEnv
+from vpo_core.multi_answer import extract_numbered, render_numbered
+from vpo_core.text import normalize
+
+__all__ = ["EUREQA_SPEC", "EureqaEnv", "EureqaTask", "parse_entities", "score_entities"]
+
+LETTERS = ("A", "B", "C", "D", "E")
+EUREQA_SPEC = RewardSpec.uniform(
+    [f"entity_{letter}" for letter in LETTERS],
+    [
+        "Resolving the answered entity (Person A)",
+        "Resolving masked entity B",
+        "Resolving masked entity C",
+        "Resolving masked entity D",
+        "Resolving masked entity E",
+    ],
+)
+_ENTITY = {
+    letter: re.compile(rf"<entity_{letter}>(.*?)</entity_{letter}>", re.DOTALL | re.IGNORECASE) for letter in LETTERS
+}
+
+
+@dataclass(frozen=True)
+class EureqaTask:
+    """One EUREQA question: the narrative sentences, the first five masks and their gold entities."""
+
+    sentences: tuple[str, ...]
+    masks: tuple[str, ...]
+    entities: tuple[str, ...]
+    source: str
+    idx: int
+
+
+def parse_entities(text: str) -> tuple[str, ...]:
+    """The stripped body of the first ``<entity_X>…</entity_X>`` for X = A..E ("" where absent)."""
+    found = []
+    for letter in LETTERS:
+        match = _ENTITY[letter].search(text)
+        found.append(match.group(1).strip() if match else "")
+    return tuple(found)
+
+
+def score_entities(predicted: tuple[str, ...], gold: tuple[str, ...]) -> NDArray[np.float64]:
+    """Exact match per entity after Wikipedia-style normalisation; all-empty predictions score zeros."""
+    if not any(predicted):
+        return np.zeros(5)
+    out = np.zeros(5)
+    for i, (p, g) in enumerate(zip(predicted, gold, strict=True)):
+        p_norm, g_norm = normalize(p, underscore_to_space=True), normalize(g, underscore_to_space=True)
+        out[i] = float(bool(p_norm) and bool(g_norm) and p_norm == g_norm)
+    return out
+
+
+class EureqaEnv(TextEnv[EureqaTask, tuple[str, ...]]):
+    """Back-chain through a 5-relation narrative to name the masked entities A–E.
+
+    Reward: one exact-match indicator per entity (Wikipedia-style names, ``_`` ≡ space, case,
+    articles and punctuation ignored), w* = the uniform mean. Rows with fewer than six masks are
+    skipped (the sixth, F, is the revealed leaf).
+
+    Args:
+        data_dir: Folder with the Hub layout (``data/<split>-00000-of-00001.parquet``); default: the Hub.
+        revision: Hub revision to load (default ``"main"``; pin a commit for exact reproducibility).
+        seed: Seed of the hard-split shuffle (the paper: 0).
+    """
+
+    env_id = "eureqa-v1"
+    reward_spec = EUREQA_SPEC
+
+    def __init__(self, data_dir: str | os.PathLike[str] | None = None, revision: str = "main", seed: int = 0) -> None:
+        self.data_dir = None if data_dir is None else str(data_dir)
+        self.revision = revision
+        self.seed = seed
+        self._splits: dict[str, list[Task[EureqaTask]]] | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"data_dir": self.data_dir, "revision": self.revision, "seed": self.seed}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(**state)  # type: ignore[misc]
+
+    def tasks(self, split: str) -> list[Task[EureqaTask]]:
+        """The paper's mixed split: train 1,109 (all normal_5 + half of hard_5), test 682 (other half)."""
+        if split not in self.splits:
+            raise ValueError(f"unknown EUREQA split {split!r}; choose one of {list(self.splits)}.")
+        if self._splits is None:
+            normal = [(NORMAL, r) for r in load_source_split(NORMAL, self.data_dir, self.revision)]
+            hard = [(HARD, r) for r in load_source_split(HARD, self.data_dir, self.revision)]
+            normal = [item for item in normal if _usable(item[1])]
+            hard = [item for item in hard if _usable(item[1])]
+            rows = mixed_split(normal, hard, seed=self.seed)  # type: ignore[arg-type]
+            self._splits = {
+                name: [self._task(name, i, source, row) for i, (source, row) in enumerate(items)]
+                for name, items in rows.items()
+            }
+        return self._splits[split]
+
+    @staticmethod
+    def _task(split: str, index: int, source: str, row: dict[str, Any]) -> Task[EureqaTask]:
+        payload = EureqaTask(
+            sentences=tuple(str(s) for s in row["question"]),
+            masks=tuple(str(m) for m in row["entity_masks"][:5]),
+            entities=tuple(str(e) for e in row["entities"][:5]),
+            source=source,
+            idx=int(row["idx"]),
+        )
+        return Task(
+            id=f"eureqa-v1/{split}/{index}",
+            split=split,
+            index=index,
+            payload=payload,
+            metadata={"source": source, "idx": payload.idx},
+        )
+
+    def _render_prompt(self, task: Task[EureqaTask], mode: Mode, m: int) -> list[Message]:
+        p = task.payload
+        text = single_prompt(p.sentences, p.masks) if mode == "single" else multi_prompt(p.sentences, p.masks, m)
+        return [Message(role="user", content=text)]
+
+    def _parse(self, task: Task[EureqaTask], completion: str, mode: Mode, m: int) -> list[Candidate[tuple[str, ...]]]:
+        bodies: list[str | None] = (
+            [completion] if mode == "single" else list(extract_numbered(completion, "response", m))
+        )
+        out = []
+        for i, body in enumerate(bodies):
+            entities = parse_entities(body or "")
+            ok = any(entities)
+            out.append(
+                Candidate(
+                    index=i, text=body or "", answer=entities if ok else None, error=None if ok else "no entity tags"
+                )
+            )
+        return out
+
+    def reward(self, task: Task[EureqaTask], candidate: Candidate[tuple[str, ...]]) -> NDArray[np.float64]:
+        """Exact match of entities A–E, shape (5,)."""
+        if candidate.answer is None:
+            return np.zeros(5)
+        return score_entities(candidate.answer, task.payload.entities)
+
+    def reference_completion(self, task: Task[EureqaTask], *, mode: Mode = "single", m: int = 1) -> str | None:
+        """The gold entities in the answer format (m copies in multi mode)."""
+        body = "\n".join(
+            f"<entity_{letter}>{e}</entity_{letter}>" for letter, e in zip(LETTERS, task.payload.entities, strict=True)
+        )
+        return body if mode == "single" else render_numbered("response", [body] * m)
+
+
+def _usable(row: dict[str, Any]) -> bool:
+    return len(row["entity_masks"]) >= 6 and len(row["entities"]) >= 6
