@@ -1,0 +1,3 @@
+from env_musique.cli import main
+
+raise SystemExit(main())
