@@ -1,0 +1,75 @@
+"""Group estimators in veRL's registry signature, reusing vpo-core's implementations.
+
+veRL hands an estimator the token-level rewards (the rollout scalar at the last response token),
+the response mask and the group ids (``uid``); options come from ``config`` (= ``config.algorithm``)
+under ``algorithm.vpo.*``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from vpo_core.advantages import group_layout, max_at_k_advantages, maxrl_advantages, zscore_by_index
+
+__all__ = ["grpo_pop", "max_at_k", "maxrl", "vpo_options"]
+
+
+def vpo_options(config: Any) -> dict[str, Any]:
+    """The ``algorithm.vpo`` options as a plain dict (empty when absent)."""
+    if config is None:
+        return {}
+    options = config.get("vpo", None) if hasattr(config, "get") else None
+    return dict(options) if options else {}
+
+
+def _scores(token_level_rewards: torch.Tensor, index: Any) -> tuple[np.ndarray, np.ndarray]:
+    if index is None:
+        raise ValueError("this estimator needs the group ids (index = non_tensor_batch['uid']).")
+    return token_level_rewards.sum(dim=-1).detach().cpu().double().numpy(), np.asarray(index, dtype=object)
+
+
+def _broadcast(advantages: np.ndarray, response_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    adv = torch.as_tensor(advantages, dtype=torch.float32, device=response_mask.device)[:, None] * response_mask
+    return adv, adv
+
+
+def grpo_pop(
+    token_level_rewards: torch.Tensor, response_mask: torch.Tensor, index: Any = None, config: Any = None, **kwargs: Any
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Group z-score with the population std (the paper's appendix; VPO's and Multi-RLVR's normaliser)."""
+    scores, ids = _scores(token_level_rewards, index)
+    options = vpo_options(config)
+    advantages = zscore_by_index(scores, ids, std=options.get("std", "population"), eps=float(options.get("eps", 1e-6)))
+    return _broadcast(advantages, response_mask)
+
+
+def maxrl(
+    token_level_rewards: torch.Tensor, response_mask: torch.Tensor, index: Any = None, config: Any = None, **kwargs: Any
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """MaxRL: (x − mean)/(mean + eps) within each group, zero when the mean is 0."""
+    scores, ids = _scores(token_level_rewards, index)
+    layout = group_layout(ids)
+    options = vpo_options(config)
+    grid = maxrl_advantages(
+        layout.to_grid(scores), eps=float(options.get("eps", 1e-6)), divide_by_n=bool(options.get("divide_by_n", False))
+    )
+    return _broadcast(layout.to_flat(grid), response_mask)
+
+
+def max_at_k(
+    token_level_rewards: torch.Tensor, response_mask: torch.Tensor, index: Any = None, config: Any = None, **kwargs: Any
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Max@k: the z-score of the unbiased per-sample max@k weights (k = ``algorithm.vpo.k``, default G//2)."""
+    scores, ids = _scores(token_level_rewards, index)
+    layout = group_layout(ids)
+    options = vpo_options(config)
+    grid = max_at_k_advantages(
+        layout.to_grid(scores),
+        options.get("k"),
+        std=options.get("std", "population"),
+        eps=float(options.get("eps", 1e-6)),
+    )
+    return _broadcast(layout.to_flat(grid), response_mask)

@@ -1,0 +1,83 @@
+"""Export an env split as veRL parquet rows (``RLHFDataset`` input) for a method's prompt mode."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from vpo_core.methods import get_method
+from vpo_core.registry import make
+from vpo_core.weights import dirichlet_weights
+
+__all__ = ["export_split", "rows_for"]
+
+
+def rows_for(
+    env_id: str,
+    split: str,
+    method: str,
+    *,
+    m: int | None = None,
+    seed: int = 0,
+    env_config: dict[str, Any] | None = None,
+    limit: int | None = None,
+) -> list[dict[str, Any]]:
+    """VeRL rows of one split.
+
+    Each row: ``prompt`` (chat messages in the method's mode, with the goal-conditioning suffix for
+    ``goal_cond``), ``data_source`` (the env id), ``ability``, ``reward_model`` (``style``,
+    ``ground_truth`` as a JSON string: the task id) and ``extra_info`` (env id and config, split,
+    index, mode, m, method, goal weights) — everything the ``vpo`` reward manager needs to rebuild the
+    task in any worker.
+
+    Args:
+        env_id: The env.
+        split: The split.
+        method: A method of `vpo_core.METHODS`.
+        m: Answers per completion (default: the method's).
+        seed: Seed of the goal-conditioned weights.
+        env_config: Keyword configuration of the env (e.g. ``{"data_dir": ...}``).
+        limit: Keep the first `limit` tasks.
+    """
+    spec = get_method(method)
+    m = spec.m if m is None else m
+    if spec.mode == "single" and m != 1:
+        raise ValueError(f"method {method!r} is single-answer; m must be 1, got {m}.")
+    config = env_config or {}
+    env = make(env_id, **config)
+    tasks = env.tasks(split)[:limit] if limit else env.tasks(split)
+    rows = []
+    for task in tasks:
+        d = env.spec_for(task).dim
+        goal = dirichlet_weights(d, 1, seed=seed, key=("goal", task.id))[0].tolist() if spec.goal_prompt else []
+        prompt = env.render_prompt(task, mode=spec.mode, m=m, goal_weights=goal or None)
+        rows.append(
+            {
+                "data_source": env_id,
+                "prompt": [{"role": msg["role"], "content": msg["content"]} for msg in prompt],
+                "ability": env_id.split("-")[0],
+                "reward_model": {"style": "rule", "ground_truth": json.dumps({"task_id": task.id})},
+                "extra_info": {
+                    "env_id": env_id,
+                    "env_config": json.dumps(config, sort_keys=True),
+                    "split": split,
+                    "index": task.index,
+                    "mode": spec.mode,
+                    "m": m,
+                    "method": method,
+                    "goal_weights": goal,
+                },
+            }
+        )
+    return rows
+
+
+def export_split(path: str | Path, env_id: str, split: str, method: str, **kwargs: Any) -> Path:
+    """Write `rows_for(...)` to a parquet file with ``datasets.Dataset.to_parquet``; returns the path."""
+    import datasets
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    datasets.Dataset.from_list(rows_for(env_id, split, method, **kwargs)).to_parquet(str(path))
+    return path

@@ -1,0 +1,115 @@
+"""The ``vpo`` reward manager: parse m candidates with the env, score them, return the method's scalar.
+
+Each trajectory is scored on its own, in whichever reward worker veRL picks, so a group's weights
+must be rebuilt identically everywhere: VPO draws its K Dirichlet weights from
+``dirichlet_weights(d, K, seed=seed, key=uid)``, and every rollout of the group shares the uid.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from vpo_core.advantages import rollout_scalars
+from vpo_core.env import TextEnv
+from vpo_core.methods import get_method
+from vpo_core.registry import make
+
+__all__ = ["score_trajectory"]
+
+
+@lru_cache(maxsize=16)
+def _env(env_id: str, config_json: str) -> TextEnv[Any, Any]:
+    return make(env_id, **json.loads(config_json))
+
+
+def score_trajectory(
+    text: str, extra_info: dict[str, Any], uid: str, *, seed: int, num_weights: int, alpha: float
+) -> dict[str, Any]:
+    """The reward of one trajectory.
+
+    Args:
+        text: The decoded response.
+        extra_info: The row's ``extra_info`` written by `vpo_core.adapters.verl.export`.
+        uid: The group id veRL gives the G rollouts of one prompt.
+        seed: Seed of the group-shared weights.
+        num_weights: K.
+        alpha: Dirichlet concentration.
+
+    Returns:
+        ``{"reward_score": float, "reward_extra_info": {...}}``; extras have the same keys and
+        scalar values for every trajectory of an env (``r_0..r_{d-1}`` are the per-dimension means
+        over the candidates, the GDPO channels).
+    """
+    env = _env(str(extra_info["env_id"]), str(extra_info.get("env_config") or "{}"))
+    method = get_method(str(extra_info["method"]))
+    mode, m = str(extra_info["mode"]), int(extra_info["m"])
+    task = env.tasks(str(extra_info["split"]))[int(extra_info["index"])]
+    spec = env.spec_for(task)
+    candidates = env.parse(task, text, mode=mode, m=m)  # type: ignore[arg-type]
+    raw = env.rewards(task, candidates)  # (m, d)
+    train = env.training_rewards(task, candidates) if mode == "multi" else raw
+    goal = extra_info.get("goal_weights")
+    goal_weights = None if goal is None or len(goal) == 0 else np.asarray(goal, dtype=np.float64)[None, :]
+    scalar = rollout_scalars(
+        method.name,
+        train[None, None],
+        w_star=spec.w_star,
+        seed=seed,
+        group_keys=[uid],
+        num_weights=num_weights,
+        alpha=alpha,
+        goal_weights=goal_weights,
+    )
+    score = float(spec.scalarize(raw[0])) if method.normalizer == "gdpo" else float(np.asarray(scalar).reshape(-1)[0])
+    w_scores = spec.scalarize(raw)
+    extras: dict[str, Any] = {f"r_{i}": float(raw[:, i].mean()) for i in range(spec.dim)}
+    extras.update(
+        {
+            "best_of_m": float(w_scores.max()),
+            "mean_w_star": float(w_scores.mean()),
+            "parsed": float(sum(c.answer is not None for c in candidates)),
+            "reward_matrix": json.dumps(raw.round(6).tolist()),
+        }
+    )
+    return {"reward_score": score, "reward_extra_info": extras}
+
+
+def _make_manager_class() -> type:
+    from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
+
+    class VPORewardManager(RewardManagerBase):  # type: ignore[misc,valid-type]
+        """Reward manager for every method of the paper (``reward.reward_manager.name=vpo``)."""
+
+        def __init__(
+            self, config, tokenizer, compute_score=None, reward_router_address=None, reward_model_tokenizer=None
+        ) -> None:
+            super().__init__(config, tokenizer, compute_score)
+            algorithm = config.get("algorithm", {}) if hasattr(config, "get") else {}
+            options = dict(algorithm.get("vpo", {}) or {})
+            self.seed = int(options.get("seed", 0))
+            self.num_weights = int(options.get("num_weights", 100))
+            self.alpha = float(options.get("alpha", 1.0))
+
+        async def run_single(self, data):  # type: ignore[no-untyped-def]
+            loop = asyncio.get_running_loop()
+            item = data[-1:][0]
+            responses = item.batch["responses"]
+            length = int(item.batch["attention_mask"][-responses.shape[-1] :].sum())
+            text = await loop.run_in_executor(
+                None, lambda: self.tokenizer.decode(responses[:length], skip_special_tokens=True)
+            )
+            extra_info = dict(item.non_tensor_batch["extra_info"])
+            uid = str(item.non_tensor_batch["uid"])
+            return await loop.run_in_executor(
+                None,
+                lambda: score_trajectory(
+                    text, extra_info, uid, seed=self.seed, num_weights=self.num_weights, alpha=self.alpha
+                ),
+            )
+
+    return VPORewardManager
