@@ -15,8 +15,7 @@ ENV_IDS = vpo_core.list_envs()
 
 
 def test_the_implemented_paper_domains_are_installed():
-    # musique-v1, eureqa-v1 and lcb-v1 join this list when their packages are implemented
-    assert {"maze-v1", "toolrl-v1"} <= set(ENV_IDS)
+    assert {"maze-v1", "musique-v1", "eureqa-v1", "toolrl-v1", "lcb-v1"} <= set(ENV_IDS)
 
 
 @pytest.mark.parametrize("env_id", ENV_IDS)

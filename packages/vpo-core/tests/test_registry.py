@@ -13,7 +13,7 @@ import pytest
 import vpo_core
 from vpo_core.registry import resolve_env_class
 
-IMPLEMENTED_ENVS = {"maze-v1", "toolrl-v1"}  # musique, eureqa and lcb are placeholders so far
+IMPLEMENTED_ENVS = {"maze-v1", "musique-v1", "eureqa-v1", "toolrl-v1", "lcb-v1"}
 
 
 def _run(code: str, extra_path: Path | None = None) -> subprocess.CompletedProcess[str]:

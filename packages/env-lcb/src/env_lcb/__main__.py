@@ -1,0 +1,3 @@
+from env_lcb.cli import main
+
+raise SystemExit(main())

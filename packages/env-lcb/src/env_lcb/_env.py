@@ -1,0 +1,193 @@
+"""`LcbEnv`: LiveCodeBench-style code generation with one reward dimension per test (``lcb-v1``)."""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from collections.abc import Hashable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from env_lcb._data import Problem, load_problems
+from env_lcb.sandbox import Sandbox
+from vpo_core import Candidate, Message, Mode, RewardSpec, Task, TextEnv
+from vpo_core.multi_answer import extract_numbered, render_numbered
+
+__all__ = ["LCB_SPEC", "LcbEnv", "extract_code"]
+
+MAX_TESTS = 32
+LCB_SPEC = RewardSpec.uniform([f"tc_{i}" for i in range(MAX_TESTS)], [f"Passing test {i}" for i in range(MAX_TESTS)])
+
+SYSTEM = (
+    "You are an expert Python programmer. You will be given a question (problem specification) and will generate "
+    "a correct Python program that matches the specification and passes all tests."
+)
+FORMAT_STARTER = (
+    "### Format: You will use the following starter code to write the solution to the problem and enclose your "
+    "code within delimiters.\n```python\n{starter}\n```\n\n"
+)
+FORMAT_STDIN = (
+    "### Format: Read the inputs from stdin solve the problem and write the answer to stdout (do not directly test "
+    "on the sample inputs). Enclose your code within delimiters as follows. Ensure that when the python program "
+    "runs, it reads the inputs, runs the algorithm and writes output to STDOUT.\n```python\n# YOUR CODE HERE\n```\n\n"
+)
+ANSWER_SINGLE = "### Answer: (use the provided format with backticks)\n\n"
+ANSWER_MULTI = (
+    "### Answer: Give {m} different solutions (genuinely different approaches, not paraphrases). Wrap each one in "
+    "numbered tags <response_1>...</response_1> through <response_{m}>...</response_{m}>, each holding one "
+    "```python code block in the format above.\n\n"
+)
+_CLOSED = re.compile(r"```python[^\n]*\n(.*?)```", re.DOTALL)
+_OPEN = re.compile(r"```python[^\n]*\n(.*)\Z", re.DOTALL)
+_ANY = re.compile(r"```[^\n]*\n(.*?)```", re.DOTALL)
+
+
+def extract_code(text: str) -> str:
+    """The program in a reply.
+
+    The first closed ```python block, else an unterminated one, else any fenced block, else the raw text.
+    """
+    for pattern in (_CLOSED, _OPEN, _ANY):
+        match = pattern.search(text)
+        if match:
+            return match.group(1)
+    return text
+
+
+class LcbEnv(TextEnv[Problem, str]):
+    """Write a Python program; each test is one reward dimension (1 if it passes in the sandbox).
+
+    d varies per problem (its number of tests, at most `max_tests`): `spec_for(task)` gives the
+    task's spec ``tc_0..tc_{d-1}``; the class-level `reward_spec` describes the 32-test maximum.
+    w* is the mean (the pass rate); success = every test passes (pass@k).
+
+    Args:
+        data_dir: Local copy of the data (DeepCoder Hub layout, or code_generation_lite jsonl files).
+        source: ``"deepcoder"`` (train: primeintellect + taco + lcbv5 train; test: lcbv5 test) or
+            ``"lcb_lite"``.
+        max_tests: Tests kept per problem (the paper: 32, the smallest by size).
+        time_limit_s: CPU seconds per test.
+        workers: Sandbox workers (at most one per core).
+        revision: Hub revision of DeepCoder.
+    """
+
+    env_id = "lcb-v1"
+    reward_spec = LCB_SPEC
+
+    def __init__(
+        self,
+        data_dir: str | os.PathLike[str] | None = None,
+        source: str = "deepcoder",
+        max_tests: int = MAX_TESTS,
+        time_limit_s: float = 6.0,
+        workers: int = 1,
+        revision: str = "main",
+    ) -> None:
+        if source not in ("deepcoder", "lcb_lite"):
+            raise ValueError(f"source must be deepcoder or lcb_lite, got {source!r}.")
+        if not isinstance(max_tests, int) or not 1 <= max_tests <= MAX_TESTS:
+            raise ValueError(f"max_tests must be an int in [1, {MAX_TESTS}], got {max_tests!r}.")
+        self.config = {
+            "data_dir": None if data_dir is None else str(data_dir),
+            "source": source,
+            "max_tests": max_tests,
+            "time_limit_s": float(time_limit_s),
+            "workers": int(workers),
+            "revision": revision,
+        }
+        self._tasks: dict[str, list[Task[Problem]]] = {}
+        self._sandbox: Sandbox | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return dict(self.config)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(**state)  # type: ignore[misc]
+
+    @property
+    def sandbox(self) -> Sandbox:
+        """The env's sandbox (started on first use)."""
+        if self._sandbox is None:
+            self._sandbox = Sandbox(workers=self.config["workers"])
+        return self._sandbox
+
+    def tasks(self, split: str) -> list[Task[Problem]]:
+        """The problems of a split (tests capped at `max_tests`)."""
+        if split not in self._tasks:
+            problems = load_problems(
+                split,
+                source=self.config["source"],
+                data_dir=self.config["data_dir"],
+                max_tests=self.config["max_tests"],
+                revision=self.config["revision"],
+            )
+            self._tasks[split] = [
+                Task(id=f"lcb-v1/{split}/{i}", split=split, index=i, payload=p, metadata={"pid": p.pid})
+                for i, p in enumerate(problems)
+            ]
+        return self._tasks[split]
+
+    def spec_for(self, task: Task[Problem]) -> RewardSpec:
+        """``tc_0..tc_{d-1}`` for the task's d tests, w* = the mean."""
+        d = len(task.payload.tests)
+        return RewardSpec.uniform([f"tc_{i}" for i in range(d)], [f"Passing test {i}" for i in range(d)])
+
+    def _render_prompt(self, task: Task[Problem], mode: Mode, m: int) -> list[Message]:
+        p = task.payload
+        body = f"### Question:\n{p.question}\n\n"
+        body += FORMAT_STARTER.format(starter=p.starter_code) if p.starter_code else FORMAT_STDIN
+        body += ANSWER_SINGLE if mode == "single" else ANSWER_MULTI.format(m=m)
+        return [Message(role="system", content=SYSTEM), Message(role="user", content=body)]
+
+    def _parse(self, task: Task[Problem], completion: str, mode: Mode, m: int) -> list[Candidate[str]]:
+        bodies = [completion] if mode == "single" else extract_numbered(completion, "response", m)
+        out = []
+        for i, body in enumerate(bodies):
+            code = extract_code(body or "").strip()
+            out.append(Candidate(index=i, text=body or "", answer=code or None, error=None if code else "no code"))
+        return out
+
+    def dedup_key(self, task: Task[Problem], candidate: Candidate[str]) -> Hashable | None:
+        """``ast.dump`` of the program (unparseable code: its whitespace-collapsed lower-case text)."""
+        if not candidate.answer:
+            return None
+        try:
+            return ast.dump(ast.parse(candidate.answer))
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return " ".join(candidate.answer.lower().split())
+
+    def reward(self, task: Task[Problem], candidate: Candidate[str]) -> NDArray[np.float64]:
+        """Per-test pass indicators, shape (d,)."""
+        return self.rewards(task, [candidate])[0]
+
+    def rewards(self, task: Task[Problem], candidates: Sequence[Candidate[str]]) -> NDArray[np.float64]:
+        """Grade the candidates in parallel sandbox workers, shape (k, d); a missing program scores zeros."""
+        p = task.payload
+        tests = [{"input": i, "output": o} for i, o in p.tests]
+        out = np.zeros((len(candidates), len(tests)))
+        todo = [(row, c.answer) for row, c in enumerate(candidates) if c.answer]
+        if not todo:
+            return out
+        with ThreadPoolExecutor(max_workers=self.config["workers"]) as pool:
+            results = list(
+                pool.map(
+                    lambda item: self.sandbox.grade(
+                        item[1], tests, fn_name=p.fn_name, time_limit_s=self.config["time_limit_s"]
+                    ),
+                    todo,
+                )
+            )
+        for (row, _), result in zip(todo, results, strict=True):
+            out[row] = result.passed
+        return out
+
+    def reference_completion(self, task: Task[Problem], *, mode: Mode = "single", m: int = 1) -> str | None:
+        """A known-correct solution where the data has one (DeepCoder primeintellect/taco), else None."""
+        if not task.payload.solution:
+            return None
+        block = f"```python\n{task.payload.solution}\n```"
+        return block if mode == "single" else render_numbered("response", [block] * m)

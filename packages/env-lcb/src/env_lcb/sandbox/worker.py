@@ -1,0 +1,322 @@
+"""Sandbox worker: runs untrusted Python programs test by test. Standard library only.
+
+Started once per worker slot inside bubblewrap (``python -I -S worker.py``), it reads jobs from
+stdin and writes results to stdout, each a 4-byte big-endian length then JSON. A job holds the
+program, its mode and the test *inputs* only: expected outputs never reach this process. Every test
+runs in a forked child that sets rlimits, installs a seccomp filter (no process creation beyond
+threads, no sockets, no signals to others, no ptrace, no namespace or mount calls), then runs the
+program; the worker measures CPU time with wait4 and kills the child's process group at a wall-clock
+backstop.
+"""
+
+import contextlib
+import ctypes
+import json
+import os
+import resource
+import signal
+import struct
+import sys
+import time
+
+PREAMBLE = (
+    "from string import *\nfrom re import *\nfrom datetime import *\nfrom collections import *\n"
+    "from heapq import *\nfrom bisect import *\nfrom copy import *\nfrom math import *\nfrom random import *\n"
+    "from statistics import *\nfrom itertools import *\nfrom functools import *\nfrom operator import *\n"
+    "from io import *\nfrom sys import *\nfrom json import *\nfrom builtins import *\nfrom typing import *\n"
+    "import string, re, datetime, collections, heapq, bisect, copy, math, random, statistics, itertools\n"
+    "import functools, operator, io, sys, json\nsys.setrecursionlimit(50000)\n"
+)
+
+# x86-64 syscall numbers denied with EPERM (clone is allowed only with CLONE_THREAD; clone3 gets ENOSYS
+# so that glibc falls back to clone for threads).
+DENIED = [
+    57,
+    58,
+    59,
+    322,  # fork, vfork, execve, execveat
+    41,
+    53,
+    42,
+    49,
+    50,
+    43,
+    288,  # socket, socketpair, connect, bind, listen, accept, accept4
+    62,
+    200,
+    234,
+    129,
+    297,
+    424,
+    434,
+    438,  # kill, tkill, tgkill, rt_(tg)sigqueueinfo, pidfd_*
+    101,
+    310,
+    311,
+    440,  # ptrace, process_vm_readv/writev, process_madvise
+    112,
+    109,  # setsid, setpgid
+    272,
+    308,
+    165,
+    166,
+    161,
+    155,  # unshare, setns, mount, umount2, chroot, pivot_root
+    321,
+    298,
+    250,
+    248,
+    249,
+    323,
+    425,
+    426,
+    427,  # bpf, perf_event_open, keys, userfaultfd, io_uring
+    105,
+    106,
+    113,
+    114,
+    117,
+    119,
+    135,  # set*id, personality
+    169,
+    246,
+    175,
+    313,
+    176,
+    172,
+    173,
+    167,
+    168,
+    170,
+    171,
+    163,
+    179,  # admin calls
+]
+NR_CLONE, NR_CLONE3, CLONE_THREAD = 56, 435, 0x00010000
+AUDIT_ARCH_X86_64 = 0xC000003E
+# The only writable directory: /tmp inside bubblewrap; a private temporary directory in degraded mode.
+SCRATCH = os.environ.get("VPO_SANDBOX_SCRATCH", "/tmp")
+
+
+def _bpf():
+    ld, jeq, ret, and_ = 0x20, 0x15, 0x06, 0x54
+    allow, eperm, enosys, kill = 0x7FFF0000, 0x00050000 | 1, 0x00050000 | 38, 0x80000000
+    prog = [(ld, 0, 0, 4), (jeq, 1, 0, AUDIT_ARCH_X86_64), (ret, 0, 0, kill), (ld, 0, 0, 0)]
+    n = len(DENIED)
+    # layout after the syscall load: [clone check][clone3 check][denied checks...][allow][eperm][enosys][clone args]
+    prog.append((jeq, n + 4, 0, NR_CLONE))  # -> clone argument check
+    prog.append((jeq, n + 2, 0, NR_CLONE3))  # -> enosys
+    for i, nr in enumerate(DENIED):
+        prog.append((jeq, n - i, 0, nr))  # -> eperm
+    prog += [(ret, 0, 0, allow), (ret, 0, 0, eperm), (ret, 0, 0, enosys)]
+    prog += [
+        (ld, 0, 0, 16),
+        (and_, 0, 0, CLONE_THREAD),
+        (jeq, 1, 0, CLONE_THREAD),
+        (ret, 0, 0, eperm),
+        (ret, 0, 0, allow),
+    ]
+    return b"".join(struct.pack("=HBBI", *ins) for ins in prog), len(prog)
+
+
+_BPF = _bpf()
+_LIBC = ctypes.CDLL(None, use_errno=True)
+# The zygote step: import the preamble's modules once, so a forked test child only binds names.
+_PREAMBLE_CODE = compile(PREAMBLE, "<preamble>", "exec")
+exec(_PREAMBLE_CODE, {"__name__": "__preamble__"})
+
+
+def install_seccomp():
+    """Load the BPF filter into this process (after PR_SET_NO_NEW_PRIVS)."""
+    code, count = _BPF
+    libc = _LIBC
+    buffer = ctypes.create_string_buffer(code)
+
+    class Prog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    prog = Prog(count, ctypes.cast(buffer, ctypes.c_void_p))
+    if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
+        raise OSError(ctypes.get_errno(), "PR_SET_NO_NEW_PRIVS failed")
+    if libc.prctl(22, 2, ctypes.byref(prog), 0, 0) != 0:  # PR_SET_SECCOMP, SECCOMP_MODE_FILTER
+        raise OSError(ctypes.get_errno(), "PR_SET_SECCOMP failed")
+
+
+def _limits(job):
+    cpu = max(1, int(job["cpu_s"] + 0.999))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+    resource.setrlimit(resource.RLIMIT_AS, (job["mem_bytes"], job["mem_bytes"]))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (job["out_bytes"], job["out_bytes"]))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def _child(job, test_input, paths):
+    """Runs in the forked child: never returns."""
+    try:
+        os.setpgid(0, 0)
+        os.chdir(SCRATCH)
+        for sig in (signal.SIGPIPE, signal.SIGXFSZ):
+            signal.signal(sig, signal.SIG_DFL)
+        stdin_fd = os.open(paths["in"], os.O_RDONLY)
+        out_fd = os.open(paths["out"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        err_fd = os.open(paths["err"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        res_fd = os.open(paths["res"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.dup2(stdin_fd, 0)
+        os.dup2(out_fd, 1)
+        os.dup2(err_fd, 2)
+        for fd in (stdin_fd, out_fd, err_fd):
+            os.close(fd)
+        sys.stdin = open(0, closefd=False)  # noqa: SIM115
+        sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115
+        sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
+        _limits(job)
+        install_seccomp()
+        result_file = os.fdopen(res_fd, "w")
+        sys.set_int_max_str_digits(50000)
+    except BaseException as exc:  # harness failure, not the program's
+        os.write(2, f"HARNESS {type(exc).__name__}: {exc}".encode())
+        os._exit(97)
+    status = 0
+    try:
+        scope = {"__name__": "__main__" if job["mode"] == "stdin" else "__lcb__", "__builtins__": __builtins__}
+        exec(_PREAMBLE_CODE, scope)
+        exec(compile(job["code"], "<solution>", "exec"), scope)
+        if job["mode"] == "functional":
+            name = job["fn_name"]
+            target = scope[name] if "Solution" not in scope else getattr(scope["Solution"](), name)
+            args = [json.loads(line) for line in test_input.split("\n") if line.strip()]
+            value = target(*args)
+            if isinstance(value, tuple):
+                value = list(value)
+            result_file.write(json.dumps(value) + "\n")
+            result_file.flush()
+    except SystemExit as exc:
+        status = 0 if exc.code in (None, 0) else (exc.code if isinstance(exc.code, int) else 1)
+    except MemoryError:
+        status = 92
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+        status = 1
+    try:
+        sys.stdout.flush()
+    except BaseException:
+        status = status or 1
+    os._exit(status if isinstance(status, int) and 0 <= status < 256 else 1)
+
+
+def _tail(path, limit):
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(limit + 1)
+    except OSError:
+        return b""
+    return data
+
+
+def _wait_with_deadline(pid, seconds):
+    """Block in wait4 until the child exits; an interval timer kills its process group at the deadline."""
+    fired = []
+
+    def on_alarm(signum, frame):
+        fired.append(True)
+        for target in (-pid, pid):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(target, signal.SIGKILL)
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        _, status, usage = os.wait4(pid, 0)  # retried after the handler runs (PEP 475)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    return bool(fired), status, usage
+
+
+def run_test(job, index, test_input):
+    """Fork a child for one test, supervise it, and return its raw record."""
+    base = os.path.join(SCRATCH, f"t{index}")
+    paths = {key: f"{base}.{key}" for key in ("in", "out", "err", "res")}
+    with open(paths["in"], "w") as handle:
+        handle.write(test_input)
+    start = time.monotonic()
+    pid = os.fork()
+    if pid == 0:
+        _child(job, test_input, paths)
+    timed_out = _wait_with_deadline(pid, job["wall_s"])
+    status, usage = timed_out[1], timed_out[2]
+    timed_out = timed_out[0]
+    wall = time.monotonic() - start
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)  # anything the program left in its group
+    out = _tail(paths["out"], job["out_bytes"])
+    record = {
+        "exit": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
+        "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
+        "cpu": (usage.ru_utime + usage.ru_stime) if usage else 0.0,
+        "wall": wall,
+        "timed_out": timed_out,
+        "stdout": out.decode("utf-8", "replace"),
+        "stdout_bytes": len(out),
+        "result": _tail(paths["res"], job["out_bytes"]).decode("utf-8", "replace"),
+        "stderr": _tail(paths["err"], 4096).decode("utf-8", "replace")[-2000:],
+    }
+    _wipe_tmp()
+    return record
+
+
+def _wipe_tmp():
+    """Delete everything in the scratch directory so no state survives a test."""
+    import shutil
+
+    for entry in os.listdir(SCRATCH):
+        path = os.path.join(SCRATCH, entry)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+
+
+def check_compiles(job):
+    """Compile the program in a limited child; False on a SyntaxError or a compile that does not finish."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            _limits(job)
+            install_seccomp()
+            compile(job["code"], "<solution>", "exec")
+        except SyntaxError:
+            os._exit(3)
+        except BaseException:
+            os._exit(4)
+        os._exit(0)
+    timed_out, raw, _ = _wait_with_deadline(pid, job["wall_s"])
+    return not timed_out and os.WIFEXITED(raw) and os.WEXITSTATUS(raw) == 0
+
+
+def main():
+    """Serve jobs from stdin until it closes."""
+    reader, writer = sys.stdin.buffer, sys.stdout.buffer
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    while True:
+        header = reader.read(4)
+        if len(header) < 4:
+            return
+        job = json.loads(reader.read(struct.unpack(">I", header)[0]))
+        if job.get("ping"):
+            reply = {"pong": True, "uid": os.getuid(), "pid": os.getpid()}
+        elif not check_compiles(job):
+            reply = {"compile_error": True, "tests": []}
+        else:
+            reply = {"compile_error": False, "tests": [run_test(job, i, t) for i, t in enumerate(job["inputs"])]}
+        payload = json.dumps(reply).encode()
+        writer.write(struct.pack(">I", len(payload)) + payload)
+        writer.flush()
+
+
+if __name__ == "__main__":
+    main()

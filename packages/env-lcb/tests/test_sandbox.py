@@ -1,0 +1,223 @@
+"""The sandbox: LiveCodeBench parity for honest programs, and 30+ hostile programs that must fail
+while the host stays intact, no process survives, and no file outside the sandbox changes."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from env_lcb.sandbox import Sandbox, SandboxError, compare_stdout
+from env_lcb.sandbox.host import compare_functional
+
+pytestmark = pytest.mark.sandbox
+
+SECRET = "vpo-host-secret-71829"
+os.environ["VPO_TEST_SECRET"] = SECRET  # must never be visible inside the sandbox
+
+
+@pytest.fixture(scope="module")
+def sandbox():
+    box = Sandbox(workers=1)
+    yield box
+    box.close()
+
+
+def _descendants(pid: int) -> list[int]:
+    out, stack = [], [pid]
+    while stack:
+        current = stack.pop()
+        for task in Path(f"/proc/{current}/task").glob("*"):
+            try:
+                children = (task / "children").read_text().split()
+            except OSError:
+                continue
+            for child in children:
+                out.append(int(child))
+                stack.append(int(child))
+    return out
+
+
+# ------------------------------------------------------------------------------ honest programs
+def test_stdin_and_functional_programs_get_per_test_verdicts(sandbox):
+    result = sandbox.grade(
+        "n = int(input())\nprint(n * 2)",
+        [{"input": "2\n", "output": "4\n"}, {"input": "3", "output": "7"}, {"input": "x", "output": "1"}],
+        time_limit_s=2,
+    )
+    assert result.verdicts == ["ok", "wa", "re"]  # every test runs: no stop at the first failure
+    assert result.passed.tolist() == [True, False, False]
+    assert result.isolation == "bubblewrap"
+    leet = "class Solution:\n    def twoSum(self, nums, target):\n        return (0, 1)\n"
+    tests = [{"input": "[2, 7]\n9", "output": "[0, 1]"}, {"input": "[1, 1]\n2", "output": "[1, 0]"}]
+    assert sandbox.grade(leet, tests, fn_name="twoSum", time_limit_s=2).verdicts == ["ok", "wa"]
+    plain = "def add(a, b):\n    return a + b\n"
+    assert sandbox.grade(plain, [{"input": "1\n2", "output": "3"}], fn_name="add").verdicts == ["ok"]
+
+
+def test_lcb_comparison_rules():
+    assert compare_stdout("1 2\n3.0  \n\n", "1 2\n3")
+    assert compare_stdout("0.50", "0.5")
+    assert not compare_stdout("0.3333", "0.33333")
+    assert not compare_stdout("1\n2", "1 2")
+    assert not compare_stdout("Yes", "yes")
+    assert compare_functional("[1, 2]\n", "[1, 2]")
+    assert not compare_functional("[1, 2]\n[1, 2]\n", "[1, 2]")  # two records: a forgery
+
+
+@pytest.mark.parametrize(
+    ("code", "test"),
+    [
+        (
+            "import sys\nfor line in sys.stdin:\n    print(line.strip()[::-1])",
+            {"input": "abc\nxy\n", "output": "cba\nyx"},
+        ),
+        ("import sys\nprint(sys.stdin.buffer.readline().decode().strip())", {"input": "hi\n", "output": "hi"}),
+        ("print(open(0).read().split()[1])", {"input": "a b c", "output": "b"}),
+        ("x = 1\ndef f():\n    global x\n    x += 1\nf()\nprint(x)", {"input": "", "output": "2"}),
+        ("if __name__ == '__main__':\n    print(5)\nprint(6)", {"input": "", "output": "5\n6"}),
+        ("print(10 ** 5000 % 7)", {"input": "", "output": str(10**5000 % 7)}),
+        ("print(len(str(10 ** 5000)))", {"input": "", "output": "5001"}),
+        ("print(gcd(12, 18), deque([1]).pop())", {"input": "", "output": "6 1"}),  # LCB preamble imports
+        ("import sys\nprint(3)\nsys.exit(0)", {"input": "", "output": "3"}),
+    ],
+)
+def test_lcb_mock_regressions_pass(sandbox, code, test):
+    assert sandbox.grade(code, [test], time_limit_s=2).verdicts == ["ok"]
+
+
+def test_empty_test_list_is_rejected(sandbox):
+    with pytest.raises(ValueError, match="at least one test"):
+        sandbox.grade("print(1)", [])
+
+
+def test_no_state_survives_between_tests(sandbox):
+    code = (
+        "import os\n"
+        "seen = os.path.exists('cache.txt') or os.path.exists('/tmp/cache.txt')\n"
+        "open('cache.txt', 'w').write('x')\n"
+        "print('seen' if seen else 'fresh')"
+    )
+    tests = [{"input": "", "output": "fresh"}] * 3
+    assert sandbox.grade(code, tests).verdicts == ["ok", "ok", "ok"]
+
+
+# ---------------------------------------------------------------------------- hostile programs
+HOSTILE = {
+    "fork_bomb": "import os\nwhile True:\n    os.fork()",
+    "fork_once_and_sleep": "import os, time\nif os.fork() == 0:\n    time.sleep(100)\nprint(42)",
+    "double_fork_setsid": "import os\nif os.fork() == 0:\n    os.setsid()\n    os.fork()\nprint(42)",
+    "setsid_daemon": "import os\nos.setsid()\nprint(42)",
+    "subprocess": "import subprocess\nprint(subprocess.run(['echo', '42'], capture_output=True).stdout.decode())",
+    "os_system": "import os\nos.system('echo 42 > /tmp/x')\nprint(open('/tmp/x').read())",
+    "posix_spawn": "import os\nos.posix_spawn('/bin/echo', ['echo', '42'], {})\nprint(42)",
+    "multiprocessing": "import multiprocessing as mp\nwith mp.Pool(2) as p:\n    print(sum(p.map(abs, [1, 2])))",
+    "pty_fork": "import pty\npty.fork()\nprint(42)",
+    "infinite_loop": "while True:\n    pass",
+    "loop_ignoring_signals": (
+        "import signal\nfor s in (signal.SIGXCPU, signal.SIGTERM, signal.SIGINT):\n    signal.signal(s, signal.SIG_IGN)\n"
+        "while True:\n    try:\n        pass\n    except BaseException:\n        pass"
+    ),
+    "disarm_timers": "import signal\nsignal.alarm(0)\nsignal.setitimer(signal.ITIMER_REAL, 0)\nwhile True:\n    pass",
+    "sleep_forever": "import time\ntime.sleep(10 ** 6)",
+    "wait_on_event": "import threading\nthreading.Event().wait()",
+    "catastrophic_regex": "import re\nprint(re.match(r'(a+)+$', 'a' * 64 + 'b'))",
+    "huge_power": "print(pow(3, 10 ** 9))",
+    "memory_bomb": "x = bytearray(10 ** 11)\nprint(42)",
+    "memory_growth": "a = []\nwhile True:\n    a.append(' ' * 10 ** 6)",
+    "mmap_bomb": "import mmap\nm = mmap.mmap(-1, 8 << 30)\nm[-1] = 1\nprint(42)",
+    "thread_bomb": "import threading, time\nwhile True:\n    threading.Thread(target=time.sleep, args=(100,)).start()",
+    "stdout_bomb": "while True:\n    print('x' * 10 ** 6)",
+    "stderr_bomb": "import sys\nwhile True:\n    sys.stderr.write('x' * 10 ** 6)",
+    "disk_fill": "with open('big', 'wb') as f:\n    while True:\n        f.write(b'x' * 10 ** 6)",
+    "fd_exhaustion": "fs = [open('/dev/null') for _ in range(10000)]\nprint(42)",
+    "network_tcp": "import socket\ns = socket.create_connection(('127.0.0.1', 1), timeout=1)\nprint(42)",
+    "network_udp": "import socket\nsocket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'x', ('127.0.0.1', 9))\nprint(42)",
+    "read_etc": "print(open('/etc/passwd').read())",
+    "read_home_ssh": "import os\nprint(os.listdir(os.path.expanduser('~/.ssh')))",
+    "read_checkout": f"print(open({str(Path(__file__).resolve())!r}).read()[:10])",
+    "env_secret": "import os\nraise SystemExit(str(dict(os.environ)))",
+    "proc_1_environ": "raise SystemExit(open('/proc/1/environ').read())",
+    "kill_parent": "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nprint(42)",
+    "kill_everything": "import os, signal\nos.kill(-1, signal.SIGKILL)\nprint(42)",
+    "raw_kill_syscall": "import ctypes, os\nctypes.CDLL(None).syscall(62, os.getppid(), 9)\nprint(41)",
+    "ptrace_parent": "import ctypes, os\nr = ctypes.CDLL(None).syscall(101, 16, os.getppid(), 0, 0)\nprint(r)",
+    "parent_memory": "import os\nprint(open(f'/proc/{os.getppid()}/mem', 'rb').read(10))",
+    "unshare_namespace": "import ctypes\nprint(ctypes.CDLL(None).syscall(272, 0x10000000))",
+    "setuid_root": "import os\nos.setuid(0)\nprint(42)",
+    "delete_everything": "import shutil\nshutil.rmtree('/', ignore_errors=True)\nprint(41)",
+    "tamper_interpreter": "import sys\nopen(sys.executable, 'wb').write(b'')\nprint(42)",
+    "write_usr": "open('/usr/evil.py', 'w').write('x')\nprint(42)",
+    "search_grader_memory": (
+        "import gc, re, sys\nfound = [o for o in gc.get_objects() if isinstance(o, str) and re.fullmatch(r'SECRET-EXPECTED-\\d+', o)]\n"
+        "frame = sys._getframe()\nwhile frame is not None:\n"
+        "    found += [v for v in frame.f_locals.values() if isinstance(v, str) and re.fullmatch(r'SECRET-EXPECTED-\\d+', v)]\n"
+        "    frame = frame.f_back\nprint(found[0] if found else 'nothing')"
+    ),
+    "exit_mid_output": "import sys\nsys.stdout.write('SECRET')\nsys.exit(0)",
+    "os_exit_unflushed": "import os\nprint('SECRET-EXPECTED-42', end='')\nos._exit(0)",
+    "abort": "import os\nos.abort()",
+    "null_bytes": "print(1)\x00",
+    "deep_nesting": "x = " + "(" * 10000 + ")" * 10000,
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_hostile_program_fails_and_leaves_the_host_intact(sandbox, name, tmp_path):
+    sentinel = tmp_path / "sentinel.txt"
+    sentinel.write_text("intact")
+    start = time.monotonic()
+    result = sandbox.grade(
+        HOSTILE[name], [{"input": "", "output": "SECRET-EXPECTED-42"}], time_limit_s=0.5, memory_mb=512, output_mb=4
+    )
+    elapsed = time.monotonic() - start
+    assert result.verdicts[0] != "ok", name
+    assert not result.passed.any()
+    assert elapsed < 10, f"{name} took {elapsed:.1f}s"
+    assert SECRET not in result.stderr[0]
+    assert sentinel.read_text() == "intact"
+    assert Path(__file__).exists()
+    for pid in sandbox.worker_pids():  # bwrap -> its pid-1 reaper -> the worker; nothing else survives
+        assert len(_descendants(pid)) == 2, f"{name} left processes behind"
+    assert sandbox.grade("print(1)", [{"input": "", "output": "1"}]).verdicts == ["ok"]  # the worker still serves
+
+
+def test_verdict_kinds(sandbox):
+    tests = [{"input": "", "output": "1"}]
+    assert sandbox.grade("while True: pass", tests, time_limit_s=0.5).verdicts == ["tle"]
+    assert sandbox.grade("x = bytearray(10 ** 11)", tests, memory_mb=256).verdicts == ["mle"]
+    assert sandbox.grade("while True: print('x' * 10 ** 5)", tests, output_mb=1).verdicts == ["ole"]
+    assert sandbox.grade("raise ValueError", tests).verdicts == ["re"]
+    assert sandbox.grade("def f(:", tests).verdicts == ["ce"]
+    assert sandbox.grade("print(2)", tests).verdicts == ["wa"]
+
+
+def test_cpu_time_not_wall_time_decides(sandbox):
+    # sleeping 1.2 s uses no CPU: with a 1 s CPU limit it still passes (the wall backstop is 4 s)
+    result = sandbox.grade("import time\ntime.sleep(1.2)\nprint(1)", [{"input": "", "output": "1"}], time_limit_s=1)
+    assert result.verdicts == ["ok"]
+    assert result.cpu_s[0] < 0.5
+
+
+def test_a_dead_worker_is_restarted(sandbox):
+    for worker in list(sandbox._idle):
+        worker.kill()
+    assert sandbox.grade("print(1)", [{"input": "", "output": "1"}]).verdicts == ["ok"]
+
+
+def test_without_bubblewrap_it_refuses_unless_degraded_is_allowed(monkeypatch):
+    import env_lcb.sandbox.host as host
+
+    monkeypatch.setattr(host, "_bwrap_works", lambda python: False)
+    with pytest.raises(SandboxError, match="allow_degraded=True"):
+        Sandbox(workers=1)
+    box = Sandbox(workers=1, allow_degraded=True)
+    try:
+        assert box.isolation == "degraded"
+        result = box.grade("import os\nos.fork()", [{"input": "", "output": "1"}])
+        assert result.verdicts == ["re"]  # seccomp still denies process creation
+        assert result.isolation == "degraded"
+    finally:
+        box.close()
