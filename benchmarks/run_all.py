@@ -1,6 +1,6 @@
 """Re-measure every figure of BENCHMARKS.md (one core each, sequentially).
 
-    uv run python benchmarks/run_all.py
+uv run python benchmarks/run_all.py
 """
 
 from __future__ import annotations
