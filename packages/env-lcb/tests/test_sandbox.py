@@ -221,3 +221,20 @@ def test_without_bubblewrap_it_refuses_unless_degraded_is_allowed(monkeypatch):
         assert result.isolation == "degraded"
     finally:
         box.close()
+
+
+def test_workers_survive_the_thread_that_asked_for_them():
+    # bubblewrap's --die-with-parent is tied to the thread that starts it: workers must not die with a
+    # short-lived caller thread (LcbEnv.rewards grades from a thread pool)
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        box = pool.submit(Sandbox, workers=1).result()
+    try:
+        time.sleep(0.3)
+        for _ in range(3):
+            with ThreadPoolExecutor(max_workers=1) as pool:
+                assert pool.submit(box.grade, "print(1)", [{"input": "", "output": "1"}]).result().verdicts == ["ok"]
+        assert box.restarts == 0
+    finally:
+        box.close()

@@ -168,14 +168,18 @@ class _Worker:
 
             self.scratch = tempfile.mkdtemp(prefix="vpo-sandbox-")
             env = {"VPO_SANDBOX_SCRATCH": self.scratch, "PATH": "/usr/bin:/bin", "PYTHONHASHSEED": "0"}
-        self.process = subprocess.Popen(
+        # bubblewrap's --die-with-parent (PR_SET_PDEATHSIG) fires when the *thread* that started it exits,
+        # so every worker is started from one long-lived spawner thread, never from a short-lived caller
+        # thread such as a ThreadPoolExecutor's.
+        self.process = _SPAWNER.submit(
+            subprocess.Popen,
             command,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             start_new_session=True,
             env=env,
-        )
+        ).result()
 
     def call(self, job: dict[str, Any], timeout: float) -> dict[str, Any]:
         payload = json.dumps(job).encode()
