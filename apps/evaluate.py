@@ -6,8 +6,8 @@
 A checkpoint is a local run directory (its config gives the method's mode and m; the final
 checkpoint is used, or `init_model` with `@init` appended to the path) or a Hugging Face model
 directory (pass mode= and m=). Sampling follows the paper's evaluation: temperature 0.7, top-p 1.0
-(maze, MuSiQue) or 0.95 (EUREQA, ToolRL), several seeds. Uses vLLM when it is installed and a GPU is
-present, else transformers.
+(maze, MuSiQue) or 0.95 (EUREQA, ToolRL), several seeds (seeds=), with transformers on CPU or one GPU
+(device=cuda). vLLM sampling is not wired in yet.
 """
 
 from __future__ import annotations

@@ -226,7 +226,13 @@ def test_reward_manager_returns_the_methods_rollout_scalar(tokenizer, method):
     else:
         assert out["reward_score"] == pytest.approx(float(expected[0, 0]), abs=1e-12)
     extras = out["reward_extra_info"]
-    assert {f"r_{i}" for i in range(4)} | {"best_of_m", "mean_w_star", "parsed", "reward_matrix"} == set(extras)
+    assert {f"r_{i}" for i in range(4)} | {
+        "best_of_m",
+        "mean_w_star",
+        "parsed",
+        "reward_matrix",
+        "candidate_diversity",
+    } == set(extras)
     assert all(np.isscalar(v) or isinstance(v, str) for v in extras.values())
     if method == "vpo":
         weights = dirichlet_weights(4, 50, seed=3, key="uid-7")

@@ -64,8 +64,9 @@ def pool_metrics(
         num_weights: Weight draws of E_w[best@k].
 
     Returns:
-        The metrics (mean reward per dimension and of w*, best@k, E_w[best@k], success@k,
-        diversity, collinearity) and the best@k curve for k = 1..n·m.
+        The metrics (mean reward per dimension and of w*, best@k, E_w[best@k], success@k — which is
+        pass@k where success means solving the task, as in LiveCodeBench —, F1@k for envs with an
+        ``answer_f1`` dimension, diversity, collinearity) and the best@k curve for k = 1..n·m.
     """
     n_tasks, n, m, d = rewards.shape
     names = env.reward_spec.names
@@ -90,6 +91,11 @@ def pool_metrics(
             metrics[f"E_w[best@{k}]"] = float(
                 np.mean([expected_best_at_k(r[:, 0], k, num_weights=num_weights) for r in rewards])
             )
+    if "answer_f1" in names:  # MuSiQue's F1@k: best answer F1 among k candidates
+        f1 = rewards[..., names.index("answer_f1")]  # (T, n, m)
+        k = min(30, size)
+        chains_f1 = best_at_k_chains(f1, k) if mode == "multi" else best_at_k(f1[:, :, 0], k)
+        metrics[f"F1@{k}"] = float(np.mean(chains_f1))
     metrics["diversity"] = reward_diversity(flat)
     metrics["collinearity"] = collinearity(flat.reshape(-1, d))
     if mode == "multi":

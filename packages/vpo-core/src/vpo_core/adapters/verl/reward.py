@@ -17,6 +17,7 @@ import numpy as np
 from vpo_core.advantages import rollout_scalars
 from vpo_core.env import TextEnv
 from vpo_core.methods import get_method
+from vpo_core.metrics import reward_diversity
 from vpo_core.registry import make
 
 __all__ = ["score_trajectory"]
@@ -73,6 +74,9 @@ def score_trajectory(
             "best_of_m": float(w_scores.max()),
             "mean_w_star": float(w_scores.mean()),
             "parsed": float(sum(c.answer is not None for c in candidates)),
+            # reward-space diversity of this rollout's m candidates (the group's pool diversity needs the
+            # whole group, which no reward worker sees; compute it from reward_matrix in the logs)
+            "candidate_diversity": reward_diversity(raw) if raw.shape[0] > 1 else 0.0,
             "reward_matrix": json.dumps(raw.round(6).tolist()),
         }
     )
