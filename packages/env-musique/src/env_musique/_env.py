@@ -12,7 +12,7 @@ from numpy.typing import NDArray
 from env_musique._data import load_source_split, stratified_test
 from env_musique._reward import score_reply
 from vpo_core import Candidate, Message, Mode, RewardSpec, Task, TextEnv
-from vpo_core.multi_answer import extract_numbered, render_numbered
+from vpo_core.multi_answer import render_numbered, text_candidates
 
 __all__ = ["MUSIQUE_SPEC", "MusiqueEnv", "MusiqueTask"]
 
@@ -140,16 +140,7 @@ class MusiqueEnv(TextEnv[MusiqueTask, str]):
         return [Message(role="user", content=header + (_SINGLE_TAIL if mode == "single" else _MULTI_TAIL.format(m=m)))]
 
     def _parse(self, task: Task[MusiqueTask], completion: str, mode: Mode, m: int) -> list[Candidate[str]]:
-        bodies = [completion] if mode == "single" else extract_numbered(completion, "response", m, ignore_case=False)
-        return [
-            Candidate(
-                index=i,
-                text=body or "",
-                answer=body if body and body.strip() else None,
-                error=None if body and body.strip() else "missing",
-            )
-            for i, body in enumerate(bodies)
-        ]
+        return text_candidates(completion, mode, m, ignore_case=False)
 
     def reward(self, task: Task[MusiqueTask], candidate: Candidate[str]) -> NDArray[np.float64]:
         """(hop_1, hop_2, hop_3, hop_4, answer_f1) of one reply, shape (5,)."""

@@ -15,7 +15,7 @@ from env_toolrl._data import load_rows
 from env_toolrl._parse import ToolCall, parse_reply
 from env_toolrl._reward import score_reply
 from vpo_core import Candidate, Message, Mode, RewardSpec, Task, TextEnv
-from vpo_core.multi_answer import extract_numbered, render_numbered
+from vpo_core.multi_answer import render_numbered, text_candidates
 
 __all__ = ["TOOLRL_SPEC", "ToolRLEnv", "ToolTask"]
 
@@ -104,18 +104,7 @@ class ToolRLEnv(TextEnv[ToolTask, str]):
         return messages
 
     def _parse(self, task: Task[ToolTask], completion: str, mode: Mode, m: int) -> list[Candidate[str]]:
-        bodies: list[str | None] = (
-            [completion] if mode == "single" else list(extract_numbered(completion, "response", m))
-        )
-        return [
-            Candidate(
-                index=i,
-                text=body or "",
-                answer=body if body and body.strip() else None,
-                error=None if body and body.strip() else "missing",
-            )
-            for i, body in enumerate(bodies)
-        ]
+        return text_candidates(completion, mode, m)
 
     def reward(self, task: Task[ToolTask], candidate: Candidate[str]) -> NDArray[np.float64]:
         """(format, tool_name, arg_key, arg_value) of one reply, shape (4,)."""

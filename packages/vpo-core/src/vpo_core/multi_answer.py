@@ -9,7 +9,9 @@ from functools import lru_cache
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["dedupe_reward_rows", "extract_numbered", "numbered_tag_list", "render_numbered"]
+from vpo_core.types import Candidate
+
+__all__ = ["dedupe_reward_rows", "extract_numbered", "numbered_tag_list", "render_numbered", "text_candidates"]
 
 
 def numbered_tag_list(tag: str, m: int) -> str:
@@ -95,3 +97,31 @@ def dedupe_reward_rows(rewards: ArrayLike, keys: Sequence[Hashable | None] | Non
     out = np.zeros_like(r)
     out[: len(kept)] = r[kept]
     return out
+
+
+def text_candidates(
+    completion: str, mode: str, m: int, *, tag: str = "response", ignore_case: bool = True
+) -> list[Candidate[str]]:
+    """Candidates whose answer is the raw text of each answer (for envs that score the text itself).
+
+    Args:
+        completion: The completion.
+        mode: ``"single"`` (the whole completion is one answer) or ``"multi"`` (the bodies of
+            ``<tag_1>…</tag_m>``).
+        m: Number of answers.
+        tag: Tag stem of the numbered answers.
+        ignore_case: Match tags case-insensitively.
+
+    Returns:
+        m `vpo_core.Candidate` objects; a missing or blank answer has ``answer=None``.
+    """
+    bodies = [completion] if mode == "single" else extract_numbered(completion, tag, m, ignore_case=ignore_case)
+    return [
+        Candidate(
+            index=i,
+            text=body or "",
+            answer=body if body and body.strip() else None,
+            error=None if body and body.strip() else "missing",
+        )
+        for i, body in enumerate(bodies)
+    ]
