@@ -1,6 +1,7 @@
 """env-eureqa: EUREQA 5-hop entity chains with a per-entity exact-match vector reward (``eureqa-v1``)."""
 
-from env_eureqa._env import EUREQA_SPEC, EureqaEnv, EureqaTask, parse_entities, score_entities
+from env_eureqa._env import EUREQA_SPEC, EureqaEnv, EureqaTask
+from env_eureqa._reward import parse_entities, score_entities
 
 __all__ = ["EUREQA_SPEC", "EureqaEnv", "EureqaTask", "parse_entities", "score_entities"]
 __version__ = "0.1.0"

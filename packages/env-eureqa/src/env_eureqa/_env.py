@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,13 +11,12 @@ from numpy.typing import NDArray
 
 from env_eureqa._data import HARD, NORMAL, load_source_split, mixed_split
 from env_eureqa._prompts import multi_prompt, single_prompt
+from env_eureqa._reward import LETTERS, parse_entities, score_entities
 from vpo_core import Candidate, Message, Mode, RewardSpec, Task, TextEnv
 from vpo_core.multi_answer import extract_numbered, render_numbered
-from vpo_core.text import normalize
 
-__all__ = ["EUREQA_SPEC", "EureqaEnv", "EureqaTask", "parse_entities", "score_entities"]
+__all__ = ["EUREQA_SPEC", "EureqaEnv", "EureqaTask"]
 
-LETTERS = ("A", "B", "C", "D", "E")
 EUREQA_SPEC = RewardSpec.uniform(
     [f"entity_{letter}" for letter in LETTERS],
     [
@@ -29,9 +27,6 @@ EUREQA_SPEC = RewardSpec.uniform(
         "Resolving masked entity E",
     ],
 )
-_ENTITY = {
-    letter: re.compile(rf"<entity_{letter}>(.*?)</entity_{letter}>", re.DOTALL | re.IGNORECASE) for letter in LETTERS
-}
 
 
 @dataclass(frozen=True)
@@ -43,26 +38,6 @@ class EureqaTask:
     entities: tuple[str, ...]
     source: str
     idx: int
-
-
-def parse_entities(text: str) -> tuple[str, ...]:
-    """The stripped body of the first ``<entity_X>…</entity_X>`` for X = A..E ("" where absent)."""
-    found = []
-    for letter in LETTERS:
-        match = _ENTITY[letter].search(text)
-        found.append(match.group(1).strip() if match else "")
-    return tuple(found)
-
-
-def score_entities(predicted: tuple[str, ...], gold: tuple[str, ...]) -> NDArray[np.float64]:
-    """Exact match per entity after Wikipedia-style normalisation; all-empty predictions score zeros."""
-    if not any(predicted):
-        return np.zeros(5)
-    out = np.zeros(5)
-    for i, (p, g) in enumerate(zip(predicted, gold, strict=True)):
-        p_norm, g_norm = normalize(p, underscore_to_space=True), normalize(g, underscore_to_space=True)
-        out[i] = float(bool(p_norm) and bool(g_norm) and p_norm == g_norm)
-    return out
 
 
 class EureqaEnv(TextEnv[EureqaTask, tuple[str, ...]]):

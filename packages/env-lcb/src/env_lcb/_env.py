@@ -6,13 +6,13 @@ import ast
 import os
 import re
 from collections.abc import Hashable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from env_lcb._data import Problem, load_problems
+from env_lcb._reward import pass_vectors
 from env_lcb.sandbox import Sandbox
 from vpo_core import Candidate, Message, Mode, RewardSpec, Task, TextEnv
 from vpo_core.multi_answer import extract_numbered, render_numbered
@@ -166,24 +166,13 @@ class LcbEnv(TextEnv[Problem, str]):
 
     def rewards(self, task: Task[Problem], candidates: Sequence[Candidate[str]]) -> NDArray[np.float64]:
         """Grade the candidates in parallel sandbox workers, shape (k, d); a missing program scores zeros."""
-        p = task.payload
-        tests = [{"input": i, "output": o} for i, o in p.tests]
-        out = np.zeros((len(candidates), len(tests)))
-        todo = [(row, c.answer) for row, c in enumerate(candidates) if c.answer]
-        if not todo:
-            return out
-        with ThreadPoolExecutor(max_workers=self.config["workers"]) as pool:
-            results = list(
-                pool.map(
-                    lambda item: self.sandbox.grade(
-                        item[1], tests, fn_name=p.fn_name, time_limit_s=self.config["time_limit_s"]
-                    ),
-                    todo,
-                )
-            )
-        for (row, _), result in zip(todo, results, strict=True):
-            out[row] = result.passed
-        return out
+        return pass_vectors(
+            self.sandbox,
+            task.payload,
+            [c.answer for c in candidates],
+            time_limit_s=self.config["time_limit_s"],
+            workers=self.config["workers"],
+        )
 
     def reference_completion(self, task: Task[Problem], *, mode: Mode = "single", m: int = 1) -> str | None:
         """A known-correct solution where the data has one (DeepCoder primeintellect/taco), else None."""
