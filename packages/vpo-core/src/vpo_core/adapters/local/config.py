@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +61,6 @@ class TrainConfig:
     layers: int = 3
     heads: int = 4
     vocab_size: int = 1000
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def validate(self) -> TrainConfig:
         """Check the values and fill in method-dependent defaults.
@@ -133,8 +131,6 @@ def _coerce(raw: str, default: Any, key: str) -> Any:
             raise ValueError(f"{key} expects a number, got {raw!r}.") from None
     if key == "max_new_tokens":
         return int(raw)
-    if key == "extra":
-        return json.loads(raw)
     return raw
 
 
