@@ -111,7 +111,11 @@ def test_any_text_scores_within_bounds(text, m):
     assert np.all((rewards >= 0) & (rewards <= 1))
 
 
-def test_offline_errors_name_both_ways(tmp_path):
+def test_offline_errors_name_both_ways(monkeypatch, tmp_path):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf" / "datasets"))
     with pytest.raises(FileNotFoundError, match=r"(?s)dgslibisey/MuSiQue.*data_dir=<folder>"):
         MusiqueEnv().tasks("test")
     (tmp_path / "musique_ans_v1.0_dev.jsonl").write_text((DATA / "musique_ans_v1.0_dev.jsonl").read_text())

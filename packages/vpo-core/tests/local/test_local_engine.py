@@ -156,3 +156,19 @@ def test_evaluate_app_writes_table_and_plot(tmp_path):
     assert (out / "best_at_k.png").read_bytes()[:4] == b"\x89PNG"
     with pytest.raises(SystemExit, match="pass mode=single"):
         evaluate([f"checkpoints={run_dir / 'init_model'}", "tasks=1"])
+
+
+# ----------------------------------------------------------------------------------- warm-up
+def test_supervised_warm_up_reduces_loss():
+    from vpo_core.adapters.local.policy import new_policy
+    from vpo_core.adapters.local.warmup import demonstration_completion, warm_up
+
+    env = vpo_core.make("maze-v1", train_size=8, test_size=2)
+    tasks = env.tasks("train")
+    rng = np.random.default_rng(0)
+    texts = [env.render_prompt(t, mode="single", m=1)[0]["content"] for t in tasks]
+    texts += [demonstration_completion(env, t, "single", 1, rng) for t in tasks]
+    policy = new_policy(texts * 5, vocab_size=400, hidden_size=32, layers=1, heads=2, seed=0, max_positions=1024)
+    losses = warm_up(policy, env, tasks, mode="single", m=1, steps=40, batch_size=4, lr=3e-3, seed=0)
+    assert len(losses) == 40
+    assert np.mean(losses[-5:]) < 0.7 * np.mean(losses[:5])

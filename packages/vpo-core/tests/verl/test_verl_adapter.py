@@ -80,7 +80,7 @@ def test_every_paper_cell_composes_with_the_appendix_values(env_id):
         )
         assert actor.optim.lr_scheduler_type == "constant"
         assert cfg.actor_rollout_ref.rollout.n == 8
-        assert cfg.actor_rollout_ref.rollout.temperature == 1.0
+        assert cfg.actor_rollout_ref.rollout.temperature == (0.8 if env_id == "lcb-v1" else 1.0)
         assert cfg.algorithm.adv_estimator == ESTIMATOR[method]
         assert cfg.algorithm.use_kl_in_reward is False
         assert cfg.reward.reward_manager.name == "vpo"

@@ -68,7 +68,12 @@ def score_trajectory(
     )
     score = float(spec.scalarize(raw[0])) if method.normalizer == "gdpo" else float(np.asarray(scalar).reshape(-1)[0])
     w_scores = spec.scalarize(raw)
-    extras: dict[str, Any] = {f"r_{i}": float(raw[:, i].mean()) for i in range(spec.dim)}
+    # veRL needs the same extra keys for every trajectory: one r_i per dimension of the env's class-level spec,
+    # zero-padded where a task has fewer (LiveCodeBench: one dimension per test, at most 32)
+    means = raw.mean(axis=0)
+    extras: dict[str, Any] = {
+        f"r_{i}": float(means[i]) if i < spec.dim else 0.0 for i in range(max(spec.dim, env.reward_spec.dim))
+    }
     extras.update(
         {
             "best_of_m": float(w_scores.max()),

@@ -1,0 +1,58 @@
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from vpo_core.objectives import linear_reward, multi_rlvr_reward, vpo_reward
+
+
+def test_tv5_vpo_scores():
+    R = np.array([[[1, 0], [0, 1]], [[1, 0], [1, 0]], [[0.5, 0.5], [0, 0]]], float)
+    W = np.array([[0.9, 0.1], [0.5, 0.5], [0.2, 0.8]])
+    assert np.allclose(vpo_reward(R, W), [11 / 15, 8 / 15, 0.5])
+
+
+def _loop_vpo(R, W):
+    out = []
+    for rollout in R:
+        total = 0.0
+        for w in W:
+            total += max(sum(wi * ri for wi, ri in zip(w, row, strict=True)) for row in rollout)
+        out.append(total / len(W))
+    return out
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.integers(1, 5), st.integers(1, 4), st.integers(1, 4), st.integers(1, 6), st.integers(0, 10**6))
+def test_vpo_matches_python_loop(g, m, d, k, seed):
+    rng = np.random.default_rng(seed)
+    R = rng.random((g, m, d))
+    W = rng.dirichlet(np.ones(d), size=k)
+    assert np.allclose(vpo_reward(R, W), _loop_vpo(R, W))
+
+
+def test_vpo_broadcast_per_group_weights():
+    rng = np.random.default_rng(0)
+    R = rng.random((2, 3, 4, 5))
+    W = rng.random((2, 1, 7, 5))
+    out = vpo_reward(R, W)
+    assert out.shape == (2, 3)
+    for b in range(2):
+        assert np.allclose(out[b], _loop_vpo(R[b], W[b, 0]))
+
+
+def test_linear_and_multi_rlvr():
+    w = np.full(4, 0.25)
+    assert linear_reward(np.array([1.0, 1, 0, 0]), w) == pytest.approx(0.5)
+    rows = np.array([[1.0, 1, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0]])  # TV11 after de-dup + pad
+    assert multi_rlvr_reward(rows, w) == pytest.approx(0.5)
+    assert np.allclose(multi_rlvr_reward(np.stack([rows, 2 * rows / 2]), w), [0.5, 0.5])
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match=r"(?i)finite|nan"):
+        vpo_reward(np.full((2, 2, 2), np.nan), np.ones((1, 2)) / 2)
+    with pytest.raises(ValueError, match=r"rewards have d=3 but weights have d=2"):
+        vpo_reward(np.ones((2, 2, 3)), np.ones((1, 2)) / 2)
+    with pytest.raises(ValueError, match=r"rewards have d=3 but w has d=2"):
+        linear_reward(np.ones((2, 3)), np.ones(2))
