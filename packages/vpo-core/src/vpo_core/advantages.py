@@ -33,6 +33,7 @@ __all__ = [
     "max_at_k_advantages",
     "max_at_k_transform",
     "maxrl_advantages",
+    "normalize_scalars",
     "rollout_scalars",
     "zscore_by_index",
 ]
@@ -441,13 +442,10 @@ def compute_advantages(
     Raises:
         ValueError: For an unknown method or option, bad shapes, NaN/inf, or a method/m mismatch.
     """
-    spec = get_method(method)
     unknown = set(options) - _OPTIONS
     if unknown:
         raise ValueError(f"unknown option(s) {sorted(unknown)} for compute_advantages; valid: {sorted(_OPTIONS)}.")
-    std = options.get("std", "population")
-    _check_std(std)
-    eps = float(options.get("eps", 1e-6))
+    _check_std(options.get("std", "population"))
     scalars = rollout_scalars(
         method,
         rewards,
@@ -458,20 +456,46 @@ def compute_advantages(
         alpha=alpha,
         goal_weights=options.get("goal_weights"),
     )
+    return normalize_scalars(method, scalars, **{k: v for k, v in options.items() if k != "goal_weights"})
+
+
+def normalize_scalars(
+    method: str,
+    scalars: ArrayLike,
+    *,
+    std: Std = "population",
+    eps: float = 1e-6,
+    k: int | None = None,
+    response_lengths: ArrayLike | None = None,
+    gdpo_weights: ArrayLike | None = None,
+    divide_by_n: bool = False,
+) -> NDArray[np.float64]:
+    """The method's group normaliser applied to rollout scalars (the second half of `compute_advantages`).
+
+    Args:
+        method: A name of `vpo_core.METHODS`.
+        scalars: From `rollout_scalars`: shape (B, G), or (B, G, d) for gdpo.
+        std: z-score convention.
+        eps: Added to the std (or to the mean for maxrl).
+        k: max_at_k's subset size.
+        response_lengths: gdpo's token-weighted whitening, shape (B, G).
+        gdpo_weights: gdpo's channel weights, shape (d,).
+        divide_by_n: maxrl's veRL form.
+
+    Returns:
+        Advantages, shape (B, G).
+    """
+    spec = get_method(method)
+    _check_std(std)
+    eps = float(eps)
     if spec.normalizer == "zscore":
         return group_zscore(scalars, std=std, eps=eps)
     if spec.normalizer == "max_at_k":
-        return max_at_k_advantages(scalars, options.get("k"), std=std, eps=eps)
+        return max_at_k_advantages(scalars, k, std=std, eps=eps)
     if spec.normalizer == "maxrl":
-        return maxrl_advantages(scalars, eps=eps, divide_by_n=bool(options.get("divide_by_n", False)))
+        return maxrl_advantages(scalars, eps=eps, divide_by_n=bool(divide_by_n))
     if spec.normalizer == "gdpo":
-        return gdpo_advantages(
-            scalars,
-            weights=options.get("gdpo_weights"),
-            response_lengths=options.get("response_lengths"),
-            std=std,
-            eps=eps,
-        )
+        return gdpo_advantages(scalars, weights=gdpo_weights, response_lengths=response_lengths, std=std, eps=eps)
     raise ValueError(f"method {method!r} has a normaliser this function does not know: {spec.normalizer!r}.")
 
 

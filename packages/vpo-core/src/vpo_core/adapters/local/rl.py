@@ -11,7 +11,7 @@ import torch
 from vpo_core.adapters.local.config import TrainConfig
 from vpo_core.adapters.local.loss import actor_loss
 from vpo_core.adapters.local.policy import Policy
-from vpo_core.advantages import compute_advantages, rollout_scalars
+from vpo_core.advantages import normalize_scalars, rollout_scalars
 from vpo_core.env import TextEnv
 from vpo_core.methods import get_method
 from vpo_core.metrics import reward_diversity
@@ -72,21 +72,7 @@ def rl_step(
     mask = policy.response_mask(response)
     lengths = mask.sum(dim=1).clamp(min=1).cpu().numpy().reshape(len(tasks), group)
     keys = [f"{step}:{t.id}" for t in tasks]
-    options: dict[str, Any] = {"std": config.std}
-    if goal is not None:
-        options["goal_weights"] = goal
-    if method.normalizer == "gdpo":
-        options["response_lengths"] = lengths
-    advantages = compute_advantages(
-        config.method,
-        train,
-        w_star=spec.w_star,
-        seed=config.seed,
-        group_keys=keys,
-        num_weights=config.num_weights,
-        alpha=config.alpha,
-        **options,
-    )
+    # the rollout scalars are computed once: they are both logged and normalised into the advantages
     scalars = rollout_scalars(
         config.method,
         train,
@@ -96,6 +82,9 @@ def rl_step(
         num_weights=config.num_weights,
         alpha=config.alpha,
         goal_weights=goal,
+    )
+    advantages = normalize_scalars(
+        config.method, scalars, std=config.std, response_lengths=lengths if method.normalizer == "gdpo" else None
     )
     t_scored = time.perf_counter()
 
