@@ -22,6 +22,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from vpo_core.methods import get_method
+from vpo_core.metrics import best_at_k_weight_rows
 from vpo_core.weights import fill_gamma_draws, group_weights
 
 __all__ = [
@@ -113,20 +114,6 @@ def group_zscore(scores: ArrayLike, *, std: Std = "population", eps: float = 1e-
     return centred / (sd + eps)
 
 
-def _log_binom_table(n: int) -> NDArray[np.float64]:
-    """log(t!) for t = 0..n, exact to one ulp (math.lgamma)."""
-    return np.array([math.lgamma(t + 1.0) for t in range(n + 1)], dtype=np.float64)
-
-
-def _binom_ratio(top: NDArray[np.int64], choose: int, n: int, k: int, log_fact: NDArray[np.float64]) -> NDArray:
-    """C(top, choose) / C(n, k), elementwise over `top`, with C(a, b) = 0 outside 0 <= b <= a."""
-    valid = (top >= choose) & (choose >= 0)
-    safe = np.where(valid, top, choose if choose >= 0 else 0)
-    log_num = log_fact[safe] - (log_fact[choose] if choose >= 0 else 0.0) - log_fact[np.maximum(safe - choose, 0)]
-    log_den = log_fact[n] - log_fact[k] - log_fact[n - k]
-    return np.where(valid, np.exp(log_num - log_den), 0.0)
-
-
 def max_at_k_transform(scores: ArrayLike, k: int) -> NDArray[np.float64]:
     """The unbiased per-sample max@k weights s_i (Bagirov et al.; PKPO's s), estimators.md §6.
 
@@ -146,10 +133,12 @@ def max_at_k_transform(scores: ArrayLike, k: int) -> NDArray[np.float64]:
         raise ValueError(f"k must be an int in [1, n={n}], got {k!r}.")
     order = np.argsort(x, axis=1, kind="stable")
     xs = np.take_along_axis(x, order, axis=1)
-    ranks = np.arange(1, n + 1)
-    log_fact = _log_binom_table(n)
-    diag = _binom_ratio(ranks - 1, k - 1, n, k, log_fact) * xs  # C(i-1,k-1)/C(n,k) x_(i)
-    off = _binom_ratio(ranks - 2, k - 2, n, k, log_fact) * xs if k >= 2 else np.zeros_like(xs)  # C(j-2,k-2)/C(n,k)
+    # C(i-1,k-1)/C(n,k) are the best@k order-statistic weights, and C(j-2,k-2)/C(n,k) = (k/n)·C(j-2,k-2)/C(n-1,k-1)
+    # are best@(k-1) weights of a pool of n-1 shifted by one rank: one stable recurrence serves both.
+    diag = best_at_k_weight_rows(n, np.array([k]))[0] * xs
+    off = np.zeros_like(xs)
+    if k >= 2:
+        off[:, 1:] = (k / n) * best_at_k_weight_rows(n - 1, np.array([k - 1]))[0] * xs[:, 1:]
     tail = np.cumsum(off[:, ::-1], axis=1)[:, ::-1]  # Σ_{j>=i}
     exclusive = np.concatenate([tail[:, 1:], np.zeros((x.shape[0], 1))], axis=1)  # Σ_{j>i}
     s_sorted = diag + exclusive
@@ -328,9 +317,7 @@ def rollout_scalars(
     """
     spec = get_method(method)
     if not isinstance(rewards, np.ndarray) and isinstance(rewards, list | tuple):
-        return _ragged(
-            _rollout_scalars_ragged, method, rewards, w_star, seed, group_keys, num_weights, alpha, goal_weights
-        )
+        return _ragged_scalars(method, rewards, w_star, seed, group_keys, num_weights, alpha, goal_weights)
     r = _check_rewards(rewards)
     n_groups, _, _, d = r.shape
     w = _check_vector(w_star, d, "w_star")
@@ -359,12 +346,8 @@ def rollout_scalars(
 
 
 # ---------------------------------------------------------------------------------- ragged d
-def _rollout_scalars_ragged(method: str, r: NDArray, w: NDArray, seed: int, keys: list, k: int, alpha: float, gw):
-    return rollout_scalars(method, r, w_star=w, seed=seed, group_keys=keys, num_weights=k, alpha=alpha, goal_weights=gw)
-
-
-def _ragged(fn, method, rewards, w_star, seed, group_keys, num_weights, alpha, goal_weights):
-    """Apply a (B, G, m, d) function to a list of (G, m, d_b) groups, one bucket per distinct d."""
+def _ragged_scalars(method, rewards, w_star, seed, group_keys, num_weights, alpha, goal_weights):
+    """`rollout_scalars` over a list of (G, m, d_b) groups: one vectorised call per distinct (d, w*)."""
     n_groups = len(rewards)
     if n_groups == 0:
         raise ValueError("rewards is an empty list; pass at least one group.")
@@ -378,33 +361,28 @@ def _ragged(fn, method, rewards, w_star, seed, group_keys, num_weights, alpha, g
     keys = list(_keys(group_keys, n_groups))
     if goal_weights is not None and len(goal_weights) != n_groups:
         raise ValueError("with ragged rewards, goal_weights must be a list with one (d_b,) vector per group.")
+    buckets: dict[tuple[float, ...], list[int]] = {}  # w* (its length is d) -> member groups
+    for b in range(n_groups):
+        w = tuple(np.asarray(w_star[b], dtype=np.float64))
+        if len(w) != groups[b].shape[2]:
+            raise ValueError(f"w_star[{b}] has {len(w)} entries but group {b} has d={groups[b].shape[2]}.")
+        buckets.setdefault(w, []).append(b)
     out: list[Any] = [None] * n_groups
-    by_dim: dict[int, list[int]] = {}
-    for b, g in enumerate(groups):
-        by_dim.setdefault(g.shape[2], []).append(b)
-    for d, members in by_dim.items():
-        ws = {tuple(np.asarray(w_star[b], dtype=np.float64)) for b in members}
-        # groups of equal d may still have different w* vectors: bucket by (d, w*)
-        for w_tuple in ws:
-            idx = [b for b in members if tuple(np.asarray(w_star[b], dtype=np.float64)) == w_tuple]
-            gw = None if goal_weights is None else np.stack([np.asarray(goal_weights[b]) for b in idx])
-            values = fn(
-                method,
-                np.stack([groups[b] for b in idx]),
-                np.asarray(w_tuple),
-                seed,
-                [keys[b] for b in idx],
-                num_weights,
-                alpha,
-                gw,
-            )
-            for j, b in enumerate(idx):
-                out[b] = values[j]
-        del d
-    if get_method(method).objective == "per_dim":
-        dims = {o.shape[-1] for o in out}
-        if len(dims) != 1:
-            raise ValueError("gdpo needs the same d in every group; pad per-test rewards (e.g. tc_0..tc_15) first.")
+    for w, idx in buckets.items():
+        values = rollout_scalars(
+            method,
+            np.stack([groups[b] for b in idx]),
+            w_star=np.asarray(w),
+            seed=seed,
+            group_keys=[keys[b] for b in idx],
+            num_weights=num_weights,
+            alpha=alpha,
+            goal_weights=None if goal_weights is None else np.stack([np.asarray(goal_weights[b]) for b in idx]),
+        )
+        for j, b in enumerate(idx):
+            out[b] = values[j]
+    if get_method(method).objective == "per_dim" and len({o.shape[-1] for o in out}) != 1:
+        raise ValueError("gdpo needs the same d in every group; pad per-test rewards (e.g. tc_0..tc_15) first.")
     return np.stack(out)
 
 

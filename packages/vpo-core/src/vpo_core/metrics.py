@@ -20,6 +20,7 @@ __all__ = [
     "best_at_k",
     "best_at_k_chains",
     "best_at_k_curve",
+    "best_at_k_weight_rows",
     "best_at_k_weights",
     "collinearity",
     "expected_best_at_k",
@@ -94,10 +95,10 @@ def best_at_k_weights(n: int, k: int) -> NDArray[np.float64]:
     if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
         raise ValueError(f"n must be a positive int, got {n!r}.")
     k = _check_k(k, int(n))
-    return _weights_matrix(int(n), np.array([k]))[0]
+    return best_at_k_weight_rows(int(n), np.array([k]))[0]
 
 
-def _weights_matrix(n: int, ks: NDArray[np.int64]) -> NDArray[np.float64]:
+def best_at_k_weight_rows(n: int, ks: NDArray[np.int64]) -> NDArray[np.float64]:
     """Rows of best@k weights for several k at once, shape (len(ks), n).
 
     Backward recurrence w_n = k/n, w_{i-1} = w_i·(i−k)/(i−1) as one reversed cumulative product; the
@@ -128,7 +129,7 @@ def best_at_k(scores: ArrayLike, k: int) -> NDArray[np.float64] | float:
     """
     x = _finite("scores", scores, 1)
     k = _check_k(k, x.shape[-1])
-    result = np.sort(x, axis=-1) @ _weights_matrix(x.shape[-1], np.array([k]))[0]
+    result = np.sort(x, axis=-1) @ best_at_k_weight_rows(x.shape[-1], np.array([k]))[0]
     return float(result) if np.ndim(result) == 0 else result
 
 
@@ -147,7 +148,7 @@ def best_at_k_curve(scores: ArrayLike, ks: ArrayLike | None = None) -> NDArray[n
     k_values = np.arange(1, n + 1) if ks is None else np.asarray(ks).reshape(-1)
     for k in k_values:
         _check_k(int(k) if np.issubdtype(np.asarray(k).dtype, np.integer) else k, n)
-    return np.sort(x, axis=-1) @ _weights_matrix(n, k_values.astype(np.int64)).T
+    return np.sort(x, axis=-1) @ best_at_k_weight_rows(n, k_values.astype(np.int64)).T
 
 
 def best_at_k_chains(chain_scores: ArrayLike, k: int) -> NDArray[np.float64] | float:
@@ -182,7 +183,7 @@ def best_at_k_chains(chain_scores: ArrayLike, k: int) -> NDArray[np.float64] | f
     j = np.arange(n - 1)
     pick = j[None, :] + (j[None, :] >= position[..., :, None])
     others = np.take_along_axis(sorted_full[..., None, :].repeat(n, axis=-2), pick, axis=-1)
-    u = _weights_matrix(n - 1, np.array([c - 1]))[0]  # C(i-1, c-2)/C(n-1, c-1)
+    u = best_at_k_weight_rows(n - 1, np.array([c - 1]))[0]  # C(i-1, c-2)/C(n-1, c-1)
     values = np.maximum(others, partial[..., :, None]) @ u  # (..., n)
     result = values.mean(axis=-1)
     return float(result) if np.ndim(result) == 0 else result
