@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from vpo_core.advantages import group_layout, max_at_k_advantages, maxrl_advantages, zscore_by_index
+from vpo_core.advantages import group_layout, normalize_scalars, zscore_by_index
 
 __all__ = ["grpo_pop", "max_at_k", "maxrl", "vpo_options"]
 
@@ -46,30 +46,31 @@ def grpo_pop(
     return _broadcast(advantages, response_mask)
 
 
+def _per_group(method: str, token_level_rewards: torch.Tensor, response_mask: torch.Tensor, index: Any, config: Any):
+    """Lay the flat batch out as (B, G) groups and apply the method's normaliser from vpo-core."""
+    scores, ids = _scores(token_level_rewards, index)
+    layout = group_layout(ids)
+    options = vpo_options(config)
+    grid = normalize_scalars(
+        method,
+        layout.to_grid(scores),
+        std=options.get("std", "population"),
+        eps=float(options.get("eps", 1e-6)),
+        k=options.get("k"),
+        divide_by_n=bool(options.get("divide_by_n", False)),
+    )
+    return _broadcast(layout.to_flat(grid), response_mask)
+
+
 def maxrl(
     token_level_rewards: torch.Tensor, response_mask: torch.Tensor, index: Any = None, config: Any = None, **kwargs: Any
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """MaxRL: (x − mean)/(mean + eps) within each group, zero when the mean is 0."""
-    scores, ids = _scores(token_level_rewards, index)
-    layout = group_layout(ids)
-    options = vpo_options(config)
-    grid = maxrl_advantages(
-        layout.to_grid(scores), eps=float(options.get("eps", 1e-6)), divide_by_n=bool(options.get("divide_by_n", False))
-    )
-    return _broadcast(layout.to_flat(grid), response_mask)
+    return _per_group("maxrl", token_level_rewards, response_mask, index, config)
 
 
 def max_at_k(
     token_level_rewards: torch.Tensor, response_mask: torch.Tensor, index: Any = None, config: Any = None, **kwargs: Any
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Max@k: the z-score of the unbiased per-sample max@k weights (k = ``algorithm.vpo.k``, default G//2)."""
-    scores, ids = _scores(token_level_rewards, index)
-    layout = group_layout(ids)
-    options = vpo_options(config)
-    grid = max_at_k_advantages(
-        layout.to_grid(scores),
-        options.get("k"),
-        std=options.get("std", "population"),
-        eps=float(options.get("eps", 1e-6)),
-    )
-    return _broadcast(layout.to_flat(grid), response_mask)
+    return _per_group("max_at_k", token_level_rewards, response_mask, index, config)

@@ -8,7 +8,6 @@ as YAML and exits. Every check (env, method, m, model path, config keys) happens
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -72,9 +71,8 @@ def _parse(argv: list[str]) -> tuple[dict[str, str], list[str], bool]:
 def _check_model(model: str | None) -> None:
     if model is None:
         return
-    looks_local = (
-        model.startswith((".", "/", "~")) or os.sep in model.strip("/").split("/", 1)[-1] or Path(model).exists()
-    )
+    # a Hub id is "name" or "org/name"; anything else is a path
+    looks_local = model.startswith((".", "/", "~")) or model.count("/") > 1 or Path(model).exists()
     if looks_local and not Path(model).expanduser().is_dir():
         raise ValueError(
             f"model path {model!r} does not exist; pass a local HF model directory or a Hub id like Qwen/Qwen3-4B."
