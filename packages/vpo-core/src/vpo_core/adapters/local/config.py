@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import typing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -112,25 +113,14 @@ class TrainConfig:
         return data
 
 
-def _coerce(raw: str, default: Any, key: str) -> Any:
-    if isinstance(default, bool):
-        if raw.lower() in ("1", "true", "yes"):
-            return True
-        if raw.lower() in ("0", "false", "no"):
-            return False
-        raise ValueError(f"{key} expects true/false, got {raw!r}.")
-    if isinstance(default, int) or key == "m":
-        try:
-            return int(raw)
-        except ValueError:
-            raise ValueError(f"{key} expects an integer, got {raw!r}.") from None
-    if isinstance(default, float):
-        try:
-            return float(raw)
-        except ValueError:
-            raise ValueError(f"{key} expects a number, got {raw!r}.") from None
-    if key == "max_new_tokens":
-        return int(raw)
+def _coerce(raw: str, kind: Any, key: str) -> Any:
+    """Parse one value by its field's type (``int``, ``float``, optionally ``| None``; otherwise a string)."""
+    for number, noun in ((int, "an integer"), (float, "a number")):
+        if kind in (number, number | None):
+            try:
+                return number(raw)
+            except ValueError:
+                raise ValueError(f"{key} expects {noun}, got {raw!r}.") from None
     return raw
 
 
@@ -141,13 +131,13 @@ def parse_overrides(argv: list[str]) -> TrainConfig:
         ValueError: For an argument without ``=`` or an unknown key (the message lists the keys).
     """
     config = TrainConfig()
-    fields = {f.name: f for f in dataclasses.fields(TrainConfig)}
+    kinds = typing.get_type_hints(TrainConfig)
     for arg in argv:
         key, sep, raw = arg.partition("=")
         key = key.lstrip("-").replace("-", "_")
         if not sep:
             raise ValueError(f"arguments are key=value pairs, got {arg!r} (e.g. method=grpo steps=20).")
-        if key not in fields:
-            raise ValueError(f"unknown option {key!r}; valid options: {', '.join(sorted(fields))}.")
-        setattr(config, key, _coerce(raw, getattr(config, key), key))
+        if key not in kinds:
+            raise ValueError(f"unknown option {key!r}; valid options: {', '.join(sorted(kinds))}.")
+        setattr(config, key, _coerce(raw, kinds[key], key))
     return config.validate()
