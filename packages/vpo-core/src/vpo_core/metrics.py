@@ -14,6 +14,7 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from vpo_core._checks import finite_array
 from vpo_core.weights import dirichlet_weights
 
 __all__ = [
@@ -35,15 +36,6 @@ def _check_k(k: object, n: int, what: str = "k") -> int:
     if not 1 <= k <= n:
         raise ValueError(f"{what} must satisfy 1 <= {what} <= n (pool size {n}), got {k}.")
     return int(k)
-
-
-def _finite(name: str, value: ArrayLike, min_ndim: int) -> NDArray[np.float64]:
-    array = np.asarray(value, dtype=np.float64)
-    if array.ndim < min_ndim:
-        raise ValueError(f"{name} must have at least {min_ndim} dimension(s), got shape {array.shape}.")
-    if not np.all(np.isfinite(array)):
-        raise ValueError(f"{name} contains NaN or inf.")
-    return array
 
 
 # ------------------------------------------------------------------------------------- pass@k
@@ -127,7 +119,7 @@ def best_at_k(scores: ArrayLike, k: int) -> NDArray[np.float64] | float:
     Returns:
         best@k, shape (...) (a float for a 1-D pool).
     """
-    x = _finite("scores", scores, 1)
+    x = finite_array("scores", scores, 1)
     k = _check_k(k, x.shape[-1])
     result = np.sort(x, axis=-1) @ best_at_k_weight_rows(x.shape[-1], np.array([k]))[0]
     return float(result) if np.ndim(result) == 0 else result
@@ -143,7 +135,7 @@ def best_at_k_curve(scores: ArrayLike, ks: ArrayLike | None = None) -> NDArray[n
     Returns:
         best@k, shape (..., len(ks)).
     """
-    x = _finite("scores", scores, 1)
+    x = finite_array("scores", scores, 1)
     n = x.shape[-1]
     k_values = np.arange(1, n + 1) if ks is None else np.asarray(ks).reshape(-1)
     for k in k_values:
@@ -164,7 +156,7 @@ def best_at_k_chains(chain_scores: ArrayLike, k: int) -> NDArray[np.float64] | f
     Returns:
         best@k, shape (...) (a float for a single pool).
     """
-    s = _finite("chain_scores", chain_scores, 2)
+    s = finite_array("chain_scores", chain_scores, 2)
     n, m = s.shape[-2], s.shape[-1]
     if isinstance(k, bool) or not isinstance(k, int | np.integer) or not 1 <= k <= n * m:
         raise ValueError(f"k must be an int with 1 <= k <= n_chains·m = {n}·{m}; got {k!r}. Sample more chains.")
@@ -212,12 +204,12 @@ def expected_best_at_k(
     Returns:
         The average of best@k over the weights.
     """
-    r = _finite("rewards", rewards, 3 if chains else 2)
+    r = finite_array("rewards", rewards, 3 if chains else 2)
     if r.ndim != (3 if chains else 2):
         raise ValueError(f"rewards must have shape {'(n_chains, m, d)' if chains else '(n, d)'}, got {r.shape}.")
     d = r.shape[-1]
     w = dirichlet_weights(d, num_weights, seed=seed, key="expected_best_at_k") if weights is None else weights
-    w = _finite("weights", w, 2)
+    w = finite_array("weights", w, 2)
     if w.shape[-1] != d:
         raise ValueError(f"weights must have shape (K, {d}), got {w.shape}.")
     scores = np.moveaxis(r @ w.T, -1, 0)  # (K, n) or (K, n_chains, m)
@@ -237,7 +229,7 @@ def reward_diversity(rewards: ArrayLike) -> float:
     Returns:
         The diversity; 0 for a pool with fewer than two members.
     """
-    r = _finite("rewards", rewards, 2)
+    r = finite_array("rewards", rewards, 2)
     if r.ndim not in (2, 3):
         raise ValueError(f"rewards must have shape (N, d) or (P, N, d), got {r.shape}.")
     pools = r[None] if r.ndim == 2 else r
@@ -261,7 +253,7 @@ def collinearity(vectors: ArrayLike, *, absolute: bool = False) -> float:
     Returns:
         ρ̄, or NaN when fewer than two dimensions vary.
     """
-    v = _finite("vectors", vectors, 2)
+    v = finite_array("vectors", vectors, 2)
     if v.ndim != 2:
         raise ValueError(f"vectors must have shape (N, d), got {v.shape}.")
     kept = v[:, np.ptp(v, axis=0) > 0]

@@ -8,16 +8,9 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from vpo_core._checks import finite_array
+
 __all__ = ["linear_reward", "multi_rlvr_reward", "vpo_reward"]
-
-
-def _as_float(name: str, value: ArrayLike, min_ndim: int) -> NDArray[np.float64]:
-    array = np.asarray(value, dtype=np.float64)
-    if array.ndim < min_ndim:
-        raise ValueError(f"{name} must have at least {min_ndim} dimensions, got shape {array.shape}.")
-    if not np.all(np.isfinite(array)):
-        raise ValueError(f"{name} contains NaN or inf.")
-    return array
 
 
 def vpo_reward(rewards: ArrayLike, weights: ArrayLike) -> NDArray[np.float64]:
@@ -34,8 +27,8 @@ def vpo_reward(rewards: ArrayLike, weights: ArrayLike) -> NDArray[np.float64]:
     Raises:
         ValueError: On non-finite input or mismatched d.
     """
-    r = _as_float("rewards", rewards, 2)
-    w = _as_float("weights", weights, 2)
+    r = finite_array("rewards", rewards, 2)
+    w = finite_array("weights", weights, 2)
     if r.shape[-1] != w.shape[-1]:
         raise ValueError(
             f"rewards have d={r.shape[-1]} but weights have d={w.shape[-1]} (shapes {r.shape}, {w.shape})."
@@ -54,8 +47,8 @@ def linear_reward(rewards: ArrayLike, w: ArrayLike) -> NDArray[np.float64]:
     Returns:
         Scalars, shape (...).
     """
-    r = _as_float("rewards", rewards, 1)
-    weights = _as_float("w", w, 1)
+    r = finite_array("rewards", rewards, 1)
+    weights = finite_array("w", w, 1)
     if r.shape[-1] != weights.shape[-1]:
         raise ValueError(f"rewards have d={r.shape[-1]} but w has d={weights.shape[-1]}.")
     if weights.ndim == 1:
@@ -76,5 +69,5 @@ def multi_rlvr_reward(rewards: ArrayLike, w_star: ArrayLike) -> NDArray[np.float
     Returns:
         Σ_j w*·r_j, shape (...).
     """
-    r = _as_float("rewards", rewards, 2)
+    r = finite_array("rewards", rewards, 2)
     return linear_reward(r, w_star).sum(axis=-1)
