@@ -118,6 +118,13 @@ class Maze:
         return table
 
     @cached_property
+    def step_table(self) -> NDArray[np.int64]:
+        """`next_cell` with a fifth "stay" column (move code 4 pads routes of different lengths), shape (cells, 5)."""
+        table = np.concatenate([self.next_cell, np.arange(self.next_cell.shape[0])[:, None]], axis=1)
+        table.setflags(write=False)
+        return table
+
+    @cached_property
     def item_cells(self) -> NDArray[np.int64]:
         """Cells holding gold, diamonds and lava (in that order, each row-major), shape (n_items,)."""
         cells = [i for kind in (GOLD, DIAMOND, LAVA) for i, ch in enumerate(self.flat) if ch == kind]

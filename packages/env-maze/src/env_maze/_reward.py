@@ -38,7 +38,7 @@ def score_routes(maze: Maze, routes: Sequence[Sequence[int]]) -> NDArray[np.floa
     for i, route in enumerate(routes):
         cut = list(route[:steps])
         moves[i, : len(cut)] = cut
-    table = np.concatenate([maze.next_cell, np.arange(maze.next_cell.shape[0])[:, None]], axis=1)  # +stay
+    table = maze.step_table
     bits = maze.item_bit
     position = np.full(n, maze.start, dtype=np.int64)
     collected = np.zeros(n, dtype=np.int64)
