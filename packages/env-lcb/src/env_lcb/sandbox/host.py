@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import shutil
+import signal
 import struct
 import subprocess
 import sys
@@ -345,13 +346,12 @@ class Sandbox:
     @staticmethod
     def _verdict(raw: dict[str, Any], test: dict[str, str], fn_name: str | None, job: dict[str, Any]) -> str:
         sig = raw["signal"]
-        if raw["timed_out"] or (sig in (24, 9) and raw["cpu"] >= job["cpu_s"] - 0.05) or sig == 24:  # SIGXCPU
+        # SIGXCPU at the soft CPU limit, SIGKILL at the hard one (a program ignoring SIGXCPU), or the wall backstop
+        cpu_exhausted = sig == signal.SIGXCPU or (sig == signal.SIGKILL and raw["cpu"] >= job["cpu_s"] - 0.05)
+        if raw["timed_out"] or cpu_exhausted:
             return "tle"
-        if (
-            sig == 25
-            or raw["stdout_bytes"] > job["out_bytes"]
-            or (raw["exit"] == 1 and "File too large" in raw["stderr"])
-        ):
+        file_too_large = sig == signal.SIGXFSZ or (raw["exit"] == 1 and "File too large" in raw["stderr"])
+        if file_too_large or raw["stdout_bytes"] > job["out_bytes"]:
             return "ole"
         if raw["exit"] == 92 or "MemoryError" in raw["stderr"]:
             return "mle"
