@@ -246,9 +246,7 @@ def run_test(job, index, test_input):
     pid = os.fork()
     if pid == 0:
         _child(job, test_input, paths)
-    timed_out = _wait_with_deadline(pid, job["wall_s"])
-    status, usage = timed_out[1], timed_out[2]
-    timed_out = timed_out[0]
+    timed_out, status, usage = _wait_with_deadline(pid, job["wall_s"])
     wall = time.monotonic() - start
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)  # anything the program left in its group
