@@ -1,11 +1,18 @@
 import hashlib
+import math
 import subprocess
 import sys
 
 import numpy as np
 import pytest
 
-from vpo_core.weights import dirichlet_weights, group_weights, stable_seed
+from vpo_core.weights import (
+    dirichlet_weights,
+    fill_negative_exponentials,
+    group_gamma_draws,
+    group_weights,
+    stable_seed,
+)
 
 
 def test_stable_seed_matches_sha256_definition():
@@ -57,3 +64,60 @@ def test_bad_input(kwargs, message):
     d, k = kwargs.pop("d"), kwargs.pop("k")
     with pytest.raises(ValueError, match=message):
         dirichlet_weights(d, k, **kwargs)
+
+
+# ------------------------------------------------------------------ float32 exponentials (alpha = 1)
+def _reference_negative_exponentials(seed: int, key: str, n: int) -> np.ndarray:
+    """The documented definition, element by element in float64: log(1 - (x >> 9)·2^-23)."""
+    digest = hashlib.sha256(f"{seed}:{key}".encode()).digest()
+    bit_generator = np.random.PCG64()
+    bit_generator.state = {
+        "bit_generator": "PCG64",
+        "state": {"state": int.from_bytes(digest[:16], "little"), "inc": int.from_bytes(digest[16:], "little") | 1},
+        "has_uint32": 0,
+        "uinteger": 0,
+    }
+    words = []
+    for raw in bit_generator.random_raw((n + 1) // 2).tolist():
+        words += [raw & 0xFFFFFFFF, raw >> 32]
+    return np.array([math.log(1.0 - (x >> 9) / 2**23) for x in words[:n]])
+
+
+@pytest.mark.parametrize("n", [1, 7, 64])
+def test_negative_exponentials_follow_their_definition(n):
+    keys = ["a", "b", "c"]
+    out = np.empty((3, n), dtype=np.float32)
+    fill_negative_exponentials(out, keys, seed=5)
+    for b, key in enumerate(keys):
+        np.testing.assert_allclose(out[b], _reference_negative_exponentials(5, key, n), rtol=1e-6, atol=1e-7)
+
+
+def test_negative_exponentials_are_exp1_and_prefix_stable():
+    out = np.empty((1, 200_001), dtype=np.float32)
+    fill_negative_exponentials(out, ["ks"], seed=0)
+    e = -out[0].astype(np.float64)
+    assert np.all(np.isfinite(e))
+    assert np.all(e >= 0)
+    assert e.mean() == pytest.approx(1.0, abs=0.01)
+    # Kolmogorov-Smirnov distance to Exp(1); 1.63/sqrt(n) is the 1% critical value
+    sorted_e = np.sort(e)
+    cdf = 1.0 - np.exp(-sorted_e)
+    grid = np.arange(1, len(e) + 1) / len(e)
+    assert np.max(np.abs(grid - cdf)) < 1.63 / math.sqrt(len(e))
+    shorter = np.empty((1, 1000), dtype=np.float32)
+    fill_negative_exponentials(shorter, ["ks"], seed=0)
+    assert np.array_equal(shorter[0], out[0, :1000])
+
+
+def test_gamma_draws_for_alpha_one_are_the_negated_exponentials():
+    out = np.empty((2, 4 * 3), dtype=np.float32)
+    fill_negative_exponentials(out, ["x", "y"], seed=2)
+    draws = group_gamma_draws(4, 3, ["x", "y"], seed=2)  # (B, k, d) over (B, d, k) blocks
+    assert np.array_equal(draws, -out.reshape(2, 4, 3).transpose(0, 2, 1).astype(np.float64))
+
+
+def test_negative_exponentials_reject_a_wrong_buffer():
+    with pytest.raises(ValueError, match="C-contiguous float32"):
+        fill_negative_exponentials(np.empty((2, 3)), ["a", "b"])
+    with pytest.raises(ValueError, match="shape \\(3, n\\)"):
+        fill_negative_exponentials(np.empty((2, 3), dtype=np.float32), ["a", "b", "c"])

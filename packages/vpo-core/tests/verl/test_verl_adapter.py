@@ -236,7 +236,7 @@ def test_reward_manager_returns_the_methods_rollout_scalar(tokenizer, method):
     assert all(np.isscalar(v) or isinstance(v, str) for v in extras.values())
     if method == "vpo":
         weights = dirichlet_weights(4, 50, seed=3, key="uid-7")
-        assert out["reward_score"] == pytest.approx(float(np.mean((train @ weights.T).max(axis=0))), abs=1e-12)
+        assert out["reward_score"] == pytest.approx(float(np.mean((train @ weights.T).max(axis=0))), rel=1e-6)
 
 
 def test_group_weights_match_across_fresh_processes():
