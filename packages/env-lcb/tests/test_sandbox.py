@@ -104,6 +104,21 @@ def test_no_state_survives_between_tests(sandbox):
     assert sandbox.grade(code, tests).verdicts == ["ok", "ok", "ok"]
 
 
+def test_no_memory_state_survives_between_tests_or_programs(sandbox):
+    # Tests run in the zygote's preamble namespace (copy-on-write), so globals, module attributes,
+    # builtins and the shared stdio wrappers written by one test must not reach the next.
+    code = (
+        "import sys, math, builtins\n"
+        "marks = [globals().get('MARK'), getattr(math, 'MARK', None), getattr(builtins, 'MARK', None)]\n"
+        "MARK = math.MARK = builtins.MARK = 1\n"
+        "sys.stdout.write('unflushed-')\n"
+        "print(input().strip(), 'fresh' if marks == [None, None, None] else 'seen')"
+    )
+    tests = [{"input": f"{i}\n", "output": f"unflushed-{i} fresh"} for i in range(3)]
+    assert sandbox.grade(code, tests).verdicts == ["ok", "ok", "ok"]
+    assert sandbox.grade(code, tests[:1]).verdicts == ["ok"]
+
+
 # ---------------------------------------------------------------------------- hostile programs
 HOSTILE = {
     "fork_bomb": "import os\nwhile True:\n    os.fork()",

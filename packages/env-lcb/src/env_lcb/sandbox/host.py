@@ -257,6 +257,12 @@ class Sandbox:
                 worker.kill()
             self._idle = []
 
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
     def worker_pids(self) -> list[int]:
         """Host pids of the idle workers' sandbox processes (for leak checks)."""
         return [w.process.pid for w in self._idle]
