@@ -6,8 +6,9 @@
 A checkpoint is a local run directory (its config gives the method's mode and m; the final
 checkpoint is used, or `init_model` with `@init` appended to the path) or a Hugging Face model
 directory (pass mode= and m=). Sampling follows the paper's evaluation: temperature 0.7, top-p 1.0
-(maze, MuSiQue) or 0.95 (EUREQA, ToolRL), several seeds (seeds=), with transformers on CPU or one GPU
-(device=cuda). vLLM sampling is not wired in yet.
+(maze, MuSiQue) or 0.95 (EUREQA, ToolRL), several seeds (seeds=). backend=auto (default) samples with
+vLLM when it is installed (`uv sync --group vllm`) and a CUDA GPU is present, else with transformers
+on device= (cpu, or cuda); backend=transformers or backend=vllm forces one.
 """
 
 from __future__ import annotations
@@ -26,7 +27,20 @@ def parse(argv: list[str]) -> dict[str, str]:
         if not sep:
             raise SystemExit(f"arguments are key=value pairs, got {arg!r}; see --help.")
         options[key.lstrip("-")] = value
-    known = {"env", "checkpoints", "mode", "m", "tasks", "samples", "temperature", "top_p", "seeds", "out", "device"}
+    known = {
+        "env",
+        "checkpoints",
+        "mode",
+        "m",
+        "tasks",
+        "samples",
+        "temperature",
+        "top_p",
+        "seeds",
+        "out",
+        "device",
+        "backend",
+    }
     unknown = set(options) - known
     if unknown:
         raise SystemExit(f"unknown option(s) {sorted(unknown)}; valid: {sorted(known)}.")
@@ -68,17 +82,28 @@ def main(argv: list[str] | None = None) -> int:
     from vpo_core.adapters.local.evaluation import evaluate_policy, markdown_table
     from vpo_core.adapters.local.plots import plot_best_at_k
     from vpo_core.adapters.local.policy import load_policy
+    from vpo_core.adapters.local.vllm_sampler import choose_backend
 
     env_id = options.get("env", "maze-v1")
     env = vpo_core.make(env_id)
     tasks = list(env.tasks("test"))[: int(options.get("tasks", "100"))]
     out = Path(options.get("out", "results/eval"))
     out.mkdir(parents=True, exist_ok=True)
+    device = options.get("device", "cpu")
+    try:
+        backend = choose_backend(options.get("backend", "auto"), device)
+    except ValueError as error:
+        raise SystemExit(str(error)) from None
     results = []
     for text in options["checkpoints"].split(","):
         label, model_dir, mode, m = resolve(text, options)
-        policy = load_policy(model_dir, options.get("device", "cpu"))
-        print(f"evaluating {label} ({mode}, m={m}) on {len(tasks)} tasks", file=sys.stderr)
+        if backend == "vllm":
+            from vpo_core.adapters.local.vllm_sampler import VllmSampler
+
+            policy = VllmSampler(model_dir)
+        else:
+            policy = load_policy(model_dir, device)
+        print(f"evaluating {label} ({mode}, m={m}) on {len(tasks)} tasks with {backend}", file=sys.stderr)
         results.append(
             evaluate_policy(
                 policy,

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
-from vpo_core.adapters.local.policy import Policy
 from vpo_core.env import TextEnv
 from vpo_core.metrics import (
     best_at_k,
@@ -23,9 +22,31 @@ from vpo_core.metrics import (
     expected_best_at_k,
     reward_diversity,
 )
-from vpo_core.types import Task
+from vpo_core.types import Message, Task
 
-__all__ = ["EvalResult", "evaluate_policy", "markdown_table", "pool_metrics"]
+__all__ = ["EvalResult", "Sampler", "evaluate_policy", "markdown_table", "pool_metrics"]
+
+
+class Sampler(Protocol):
+    """What evaluation samples from: `policy.Policy` (transformers) or `vllm_sampler.VllmSampler`."""
+
+    def prompt_text(self, messages: Sequence[Message]) -> str:
+        """Chat messages rendered as the model's prompt text."""
+        ...
+
+    def sample(
+        self,
+        prompts: Sequence[str],
+        *,
+        num_samples: int,
+        max_new_tokens: int,
+        temperature: float,
+        top_p: float = 1.0,
+        seed: int | None = None,
+    ) -> list[str]:
+        """P·num_samples completion texts, prompt-major."""
+        ...
+
 
 KS = (1, 3, 5, 10, 30)
 
@@ -106,7 +127,7 @@ def pool_metrics(
 
 
 def evaluate_policy(
-    policy: Policy,
+    policy: Sampler,
     env: TextEnv[Any, Any],
     tasks: Sequence[Task[Any]],
     *,
@@ -123,7 +144,7 @@ def evaluate_policy(
     """Sample pools on `tasks` and compute the metrics.
 
     Args:
-        policy: The policy.
+        policy: The policy, or any `Sampler` of it (vLLM).
         env: The environment.
         tasks: Tasks to evaluate on.
         name: Label for tables and plots.
@@ -145,7 +166,7 @@ def evaluate_policy(
     for seed in range(seeds):
         for start in range(0, len(tasks), prompts_per_batch):
             chunk = prompts[start : start + prompts_per_batch]
-            texts, _, _ = policy.generate(
+            texts = policy.sample(
                 chunk,
                 num_samples=completions_per_task,
                 max_new_tokens=max_new_tokens,

@@ -19,7 +19,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenize
 
 from vpo_core.types import Message
 
-__all__ = ["Policy", "build_tokenizer", "load_policy", "new_policy"]
+__all__ = ["Policy", "build_tokenizer", "load_policy", "load_tokenizer", "new_policy"]
 
 BOS, EOS, PAD = "<|bos|>", "<|end|>", "<|pad|>"
 USER, ASSISTANT, SYSTEM = "<|user|>", "<|assistant|>", "<|system|>"
@@ -140,6 +140,27 @@ class Policy:
         texts = self.tokenizer.batch_decode(response, skip_special_tokens=True)
         return texts, input_ids, response
 
+    def sample(
+        self,
+        prompts: Sequence[str],
+        *,
+        num_samples: int,
+        max_new_tokens: int,
+        temperature: float,
+        top_p: float = 1.0,
+        seed: int | None = None,
+    ) -> list[str]:
+        """The P·num_samples completion texts of `generate` (prompt-major), for evaluation."""
+        texts, _, _ = self.generate(
+            prompts,
+            num_samples=num_samples,
+            max_new_tokens=max_new_tokens,
+            temperature=temperature,
+            top_p=top_p,
+            seed=seed,
+        )
+        return texts
+
     def response_mask(self, response: torch.Tensor) -> torch.Tensor:
         """1 for generated tokens up to and including EOS, 0 for padding, shape (N, L_response)."""
         pad = self.tokenizer.pad_token_id
@@ -202,17 +223,15 @@ def new_policy(
     return Policy(model=model, tokenizer=tokenizer, device=torch.device(device))
 
 
-def load_policy(path: str | Path, device: str = "cpu") -> Policy:
-    """Load a model directory (``save_pretrained`` layout) with its tokenizer.
+def load_tokenizer(path: str | Path) -> Any:
+    """The tokenizer of a model directory, set up as the policy uses it (left padding, a chat template).
 
     Raises:
-        FileNotFoundError: If the directory, its weights or its tokenizer are missing.
+        FileNotFoundError: If the directory or its tokenizer files are missing.
     """
     path = Path(path)
     if not path.is_dir():
         raise FileNotFoundError(f"model directory {path} does not exist; pass model=<a local HF model dir> or omit it.")
-    if not (path / "config.json").exists():
-        raise FileNotFoundError(f"{path} has no config.json: it is not a Hugging Face model directory.")
     if not any((path / name).exists() for name in ("tokenizer.json", "tokenizer_config.json", "tokenizer.model")):
         raise FileNotFoundError(
             f"{path} has no tokenizer files; save the tokenizer next to the model (tokenizer.save_pretrained)."
@@ -232,5 +251,18 @@ def load_policy(path: str | Path, device: str = "cpu") -> Policy:
         tokenizer.pad_token = tokenizer.eos_token
     if tokenizer.chat_template is None:
         tokenizer.chat_template = CHAT_TEMPLATE
+    return tokenizer
+
+
+def load_policy(path: str | Path, device: str = "cpu") -> Policy:
+    """Load a model directory (``save_pretrained`` layout) with its tokenizer.
+
+    Raises:
+        FileNotFoundError: If the directory, its weights or its tokenizer are missing.
+    """
+    path = Path(path)
+    if path.is_dir() and not (path / "config.json").exists():
+        raise FileNotFoundError(f"{path} has no config.json: it is not a Hugging Face model directory.")
+    tokenizer = load_tokenizer(path)
     model = AutoModelForCausalLM.from_pretrained(path).to(device)
     return Policy(model=model, tokenizer=tokenizer, device=torch.device(device))
