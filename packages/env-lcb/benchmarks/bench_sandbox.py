@@ -90,7 +90,7 @@ def main() -> None:
         ours = _timed(lambda code, tests: box.grade(code, tests, time_limit_s=2).passed, jobs)
     lcb = _timed(lambda code, tests: lcb_style_runner.grade(code, tests, timeout_s=2), jobs)
     minimal = _timed(_minimal, jobs)
-    print("| what | tests/s (1 worker, 1 core) | sandbox / this |")
+    print("| what | tests/s (1 worker, 1 core) | sandbox speed-up over it |")
     print("|---|---:|---:|")
     rows = [
         ("sandbox: bubblewrap worker, fork per test, rlimits + seccomp, CPU-time verdicts", ours),

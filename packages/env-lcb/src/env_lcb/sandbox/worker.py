@@ -127,10 +127,17 @@ class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
 
-# Built once in the zygote: a test child only makes the two prctl calls.
+# Built and exercised once in the zygote, so a test child's two prctl calls touch no fresh ctypes
+# state: resolving the symbol and building the call in each child cost ~0.2 ms of copy-on-write
+# page faults per test.
 _BPF_CODE, _BPF_COUNT = _bpf()
 _BPF_BUFFER = ctypes.create_string_buffer(_BPF_CODE)
 _BPF_PROG = _SockFprog(_BPF_COUNT, ctypes.cast(_BPF_BUFFER, ctypes.c_void_p))
+_BPF_PROG_ADDRESS = ctypes.addressof(_BPF_PROG)
+_PRCTL = _LIBC.prctl
+_PRCTL.argtypes = (ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong)
+_PRCTL.restype = ctypes.c_int
+_PRCTL(39, 0, 0, 0, 0)  # PR_GET_NO_NEW_PRIVS: a harmless call that binds the symbol here
 
 # The zygote step: run the preamble once here. Every test is a fresh fork, so a child can execute the
 # program directly in this namespace: its writes land in the child's copy-on-write pages and die
@@ -146,10 +153,9 @@ _TEST_STREAMS = ()  # (stdin, stdout, stderr) text wrappers on fds 0, 1, 2, made
 
 def install_seccomp():
     """Load the BPF filter into this process (after PR_SET_NO_NEW_PRIVS)."""
-    libc = _LIBC
-    if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
+    if _PRCTL(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
         raise OSError(ctypes.get_errno(), "PR_SET_NO_NEW_PRIVS failed")
-    if libc.prctl(22, 2, ctypes.byref(_BPF_PROG), 0, 0) != 0:  # PR_SET_SECCOMP, SECCOMP_MODE_FILTER
+    if _PRCTL(22, 2, _BPF_PROG_ADDRESS, 0, 0) != 0:  # PR_SET_SECCOMP, SECCOMP_MODE_FILTER
         raise OSError(ctypes.get_errno(), "PR_SET_SECCOMP failed")
 
 
