@@ -200,6 +200,14 @@ def test_vpo_copies_of_a_rollout_get_bit_identical_scalars(seed, m, d):
     np.testing.assert_allclose(scalars, reference, rtol=2e-6)
 
 
+@pytest.mark.parametrize("scale", [1e-35, 1e35])
+def test_vpo_rewards_beyond_float32_range_take_the_float64_reference(scale):
+    rewards = np.random.default_rng(3).random((2, 4, 3, 5)) * scale
+    got = rollout_scalars("vpo", rewards, w_star=np.full(5, 0.2), num_weights=11)
+    assert np.all(np.isfinite(got))
+    np.testing.assert_allclose(got, vpo_reward(rewards, group_weights(5, 11, range(2))[:, None]), rtol=1e-12)
+
+
 def test_vpo_falls_back_to_the_float64_reference_when_a_draw_is_all_zero(monkeypatch):
     import vpo_core.advantages as advantages
 

@@ -288,6 +288,11 @@ def _first_copies(r: NDArray[np.float64]) -> NDArray[np.intp] | None:
     return np.where(same, first, np.arange(group_size))
 
 
+# Reward magnitudes the float32 path handles (products with variates up to ~16 summed over d stay
+# finite and normal); batches outside it take the float64 reference.
+_FLOAT32_SAFE = (1e-30, 1e30)
+
+
 def _vpo_scalars(r: NDArray[np.float64], keys: Sequence[Hashable], k: int, alpha: float, seed: int) -> NDArray:
     """VPO's set reward per rollout, shape (B, G): `objectives.vpo_reward` under each group's K weights.
 
@@ -295,11 +300,13 @@ def _vpo_scalars(r: NDArray[np.float64], keys: Sequence[Hashable], k: int, alpha
     `weights.fill_negative_exponentials` (never normalised): with L = -E, the best candidate's
     (E/ΣE)·r_j is min_j L·r_j / ΣL, and ΣL comes out of the same batched matmul as one extra row of
     ones. The mean over K is taken in float64. Agreement with the float64 reference is ~1e-6
-    relative, three orders below the Monte Carlo error of K = 100 draws; identical rollouts still
-    get bit-identical scalars, so all-equal groups keep exactly zero advantages.
+    relative, three orders below the Monte Carlo error of K = 100 draws (rollout_scalars gives
+    copies of a rollout bit-identical scalars). Other alpha, and rewards too large or too small for
+    float32, take the float64 reference `objectives.vpo_reward`.
     """
     n_groups, group_size, m, d = r.shape
-    if alpha != 1.0:
+    scale = max(float(r.max()), -float(r.min()))  # max |r|, without a temporary
+    if alpha != 1.0 or not (_FLOAT32_SAFE[0] <= scale <= _FLOAT32_SAFE[1] or scale == 0.0):
         return vpo_reward(r, group_weights(d, k, keys, alpha=alpha, seed=seed)[:, None])
     rows = group_size * m
     negated = _SCRATCH.get("negated", (n_groups, d * k), np.float32)
