@@ -17,14 +17,8 @@ import sys
 import textwrap
 from unittest import mock
 
-PREAMBLE = (
-    "from string import *\nfrom re import *\nfrom datetime import *\nfrom collections import *\n"
-    "from heapq import *\nfrom bisect import *\nfrom copy import *\nfrom math import *\nfrom random import *\n"
-    "from statistics import *\nfrom itertools import *\nfrom functools import *\nfrom operator import *\n"
-    "from io import *\nfrom sys import *\nfrom json import *\nfrom builtins import *\nfrom typing import *\n"
-    "import string, re, datetime, collections, heapq, bisect, copy, math, random, statistics, itertools\n"
-    "import functools, operator, io, sys, json\nsys.setrecursionlimit(50000)\n"
-)
+from env_lcb.sandbox.worker import PREAMBLE  # LiveCodeBench's import preamble, as the sandbox runs it
+
 exec(PREAMBLE, {})  # the grading process has the preamble's modules imported, as LCB's does
 
 
