@@ -19,7 +19,7 @@ class TrainConfig:
 
     The defaults are the embedded default run (maze, VPO, a small locally built model, CPU, well
     under 10 minutes on 2 cores). They differ from the paper's 4B-model recipe where a tiny model
-    needs it: a larger learning rate (3e-4 vs 1e-6) and far fewer prompts per step (8 vs 128).
+    needs it: a larger learning rate (1e-4 vs 1e-6) and far fewer prompts per step (8 vs 128).
     """
 
     env: str = "maze-v1"
@@ -38,7 +38,7 @@ class TrainConfig:
     steps: int = 50
     prompts_per_step: int = 8
     group_size: int = 8
-    lr: float = 3e-4
+    lr: float = 1e-4
     weight_decay: float = 0.01
     grad_clip: float = 1.0
     clip_ratio: float = 0.2

@@ -73,7 +73,7 @@ class EvalResult:
 
 
 def pool_metrics(
-    env: TextEnv[Any, Any], tasks: Sequence[Task[Any]], rewards: np.ndarray, *, mode: str, num_weights: int = 32
+    env: TextEnv[Any, Any], tasks: Sequence[Task[Any]], rewards: np.ndarray, *, mode: str, num_weights: int = 100
 ) -> tuple[dict[str, float], list[float]]:
     """The paper's metrics of candidate pools.
 
@@ -82,7 +82,7 @@ def pool_metrics(
         tasks: The T tasks.
         rewards: Pools, shape (T, n, m, d): n completions of m candidates per task.
         mode: ``"multi"`` uses the chain estimator.
-        num_weights: Weight draws of E_w[best@k].
+        num_weights: Weight draws of E_w[best@k] (100, as in the authors' evaluation; estimators.md §10.4).
 
     Returns:
         The metrics (mean reward per dimension and of w*, best@k, E_w[best@k], success@k — which is
