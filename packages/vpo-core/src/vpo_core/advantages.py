@@ -294,20 +294,35 @@ _FLOAT32_SAFE = (1e-30, 1e30)
 
 
 def _vpo_scalars(r: NDArray[np.float64], keys: Sequence[Hashable], k: int, alpha: float, seed: int) -> NDArray:
+    """VPO's set reward per rollout, shape (B, G), with bit-identical values for copies of a rollout.
+
+    Copies must score alike (an all-equal group then has exactly zero advantages), but float32 GEMM
+    kernels round a block's edge rows differently, so copies take their first occurrence's score.
+    """
+    scalars = _vpo_set_rewards(r, keys, k, alpha, seed)
+    first = _first_copies(r)
+    return scalars if first is None else np.take_along_axis(scalars, first, axis=1)
+
+
+def _vpo_reference(r: NDArray[np.float64], keys: Sequence[Hashable], k: int, alpha: float, seed: int) -> NDArray:
+    """`objectives.vpo_reward` under each group's normalised float64 weights, shape (B, G)."""
+    return vpo_reward(r, group_weights(r.shape[-1], k, keys, alpha=alpha, seed=seed)[:, None])
+
+
+def _vpo_set_rewards(r: NDArray[np.float64], keys: Sequence[Hashable], k: int, alpha: float, seed: int) -> NDArray:
     """VPO's set reward per rollout, shape (B, G): `objectives.vpo_reward` under each group's K weights.
 
     For alpha = 1 this is a float32 fast path over the negated exponentials of
     `weights.fill_negative_exponentials` (never normalised): with L = -E, the best candidate's
     (E/ΣE)·r_j is min_j L·r_j / ΣL, and ΣL comes out of the same batched matmul as one extra row of
     ones. The mean over K is taken in float64. Agreement with the float64 reference is ~1e-6
-    relative, three orders below the Monte Carlo error of K = 100 draws (rollout_scalars gives
-    copies of a rollout bit-identical scalars). Other alpha, and rewards too large or too small for
-    float32, take the float64 reference `objectives.vpo_reward`.
+    relative, three orders below the Monte Carlo error of K = 100 draws. Other alpha, and rewards
+    too large or too small for float32, take the float64 reference (`_vpo_reference`).
     """
     n_groups, group_size, m, d = r.shape
     scale = max(float(r.max()), -float(r.min()))  # max |r|, without a temporary
     if alpha != 1.0 or not (_FLOAT32_SAFE[0] <= scale <= _FLOAT32_SAFE[1] or scale == 0.0):
-        return vpo_reward(r, group_weights(d, k, keys, alpha=alpha, seed=seed)[:, None])
+        return _vpo_reference(r, keys, k, alpha, seed)
     rows = group_size * m
     negated = _SCRATCH.get("negated", (n_groups, d * k), np.float32)
     fill_negative_exponentials(negated, keys, seed=seed)
@@ -318,7 +333,7 @@ def _vpo_scalars(r: NDArray[np.float64], keys: Sequence[Hashable], k: int, alpha
     np.matmul(augmented, negated.reshape(n_groups, d, k), out=scores)  # (B, G·m + 1, K)
     totals = scores[:, rows]  # (B, K): ΣL < 0
     if np.any(totals == 0.0):  # every variate of a draw was exactly 0 (possible for tiny d): use the reference
-        return vpo_reward(r, group_weights(d, k, keys, alpha=alpha, seed=seed)[:, None])
+        return _vpo_reference(r, keys, k, alpha, seed)
     by_candidate = scores[:, :rows].reshape(n_groups, group_size, m, k)
     best = _SCRATCH.get("best", (n_groups, group_size, k), np.float32)  # min_j L·r_j = -max_j E·r_j
     np.copyto(best, by_candidate[:, :, 0])
@@ -383,12 +398,7 @@ def rollout_scalars(
     if objective == "multi_sum":
         return (r @ w).sum(axis=-1)
     if objective == "vpo":
-        scalars = _vpo_scalars(r, keys, int(num_weights), alpha, seed)
-        # Copies of a rollout must score bit-identically (an all-equal group then has exactly zero
-        # advantages), but float32 GEMM kernels round a block's edge rows differently: copies get
-        # the score of their first occurrence.
-        first = _first_copies(r)
-        return scalars if first is None else np.take_along_axis(scalars, first, axis=1)
+        return _vpo_scalars(r, keys, int(num_weights), alpha, seed)
     raise ValueError(f"method {method!r} has an objective this function does not know: {objective!r}.")
 
 

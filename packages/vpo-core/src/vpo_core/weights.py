@@ -137,17 +137,17 @@ class _KeyedGenerator:
     """One PCG64 generator whose state is re-set from sha256(f"{seed}:{key}") for every key."""
 
     def __init__(self, seed: int) -> None:
-        self.seed = int(seed)
+        self._prefix = f"{int(seed)}:"  # the digest input is f"{seed}:{key_string(key)}", as `_digest`'s
         self.bit_generator = np.random.PCG64()
         self.generator = np.random.Generator(self.bit_generator)
         self._state = {"bit_generator": "PCG64", "state": {"state": 0, "inc": 1}, "has_uint32": 0, "uinteger": 0}
+        self._inner = self._state["state"]
 
     def at(self, key: Hashable) -> np.random.Generator:
-        """The generator, positioned at the start of `key`'s stream."""
-        digest = _digest(self.seed, key)
-        inner = self._state["state"]
-        inner["state"] = int.from_bytes(digest[:16], "little")  # type: ignore[index]
-        inner["inc"] = int.from_bytes(digest[16:], "little") | 1  # type: ignore[index]
+        """The generator, positioned at the start of `key`'s stream (called once per group: kept lean)."""
+        digest = hashlib.sha256((self._prefix + key_string(key)).encode()).digest()
+        self._inner["state"] = int.from_bytes(digest[:16], "little")  # type: ignore[index]
+        self._inner["inc"] = int.from_bytes(digest[16:], "little") | 1  # type: ignore[index]
         self.bit_generator.state = self._state
         return self.generator
 
@@ -178,16 +178,11 @@ def fill_negative_exponentials(out: NDArray[np.float32], keys: Sequence[Hashable
     n = out.shape[1]
     words = out.view(np.uint32)  # the raw stream is written into the output buffer, then transformed in place
     generator = _KeyedGenerator(seed)
-    # `_KeyedGenerator.at` inlined: this loop runs once per group on the hot path.
-    bit_generator, state, inner = generator.bit_generator, generator._state, generator._state["state"]
-    prefix, sha256, from_bytes, random_raw = f"{int(seed)}:", hashlib.sha256, int.from_bytes, bit_generator.random_raw
+    seek, random_raw = generator.at, generator.bit_generator.random_raw
     n_raw = (n + 1) // 2
     rows = words.view(np.uint64) if n % 2 == 0 else None
     for b, key in enumerate(keys):
-        digest = sha256((prefix + key_string(key)).encode()).digest()
-        inner["state"] = from_bytes(digest[:16], "little")  # type: ignore[index]
-        inner["inc"] = from_bytes(digest[16:], "little") | 1  # type: ignore[index]
-        bit_generator.state = state
+        seek(key)
         if rows is not None:
             rows[b] = random_raw(n_raw)
         else:

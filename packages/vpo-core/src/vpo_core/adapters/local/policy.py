@@ -19,7 +19,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenize
 
 from vpo_core.types import Message
 
-__all__ = ["Policy", "build_tokenizer", "load_policy", "load_tokenizer", "new_policy"]
+__all__ = ["Policy", "build_tokenizer", "chat_prompt", "load_policy", "load_tokenizer", "new_policy"]
 
 BOS, EOS, PAD = "<|bos|>", "<|end|>", "<|pad|>"
 USER, ASSISTANT, SYSTEM = "<|user|>", "<|assistant|>", "<|system|>"
@@ -65,6 +65,11 @@ def build_tokenizer(texts: Iterable[str], vocab_size: int) -> PreTrainedTokenize
     return fast
 
 
+def chat_prompt(tokenizer: Any, messages: Sequence[Message]) -> str:
+    """Chat messages rendered with `tokenizer`'s template, ending with the assistant header."""
+    return tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True)
+
+
 @dataclass
 class Policy:
     """A causal LM with its tokenizer.
@@ -81,7 +86,7 @@ class Policy:
 
     def prompt_text(self, messages: Sequence[Message]) -> str:
         """Chat messages rendered with the tokenizer's template, ending with the assistant header."""
-        return self.tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True)
+        return chat_prompt(self.tokenizer, messages)
 
     def save(self, path: Path) -> None:
         """``save_pretrained`` the model and tokenizer."""

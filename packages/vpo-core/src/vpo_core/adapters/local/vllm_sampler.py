@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from vpo_core.adapters.local.policy import load_tokenizer
+from vpo_core.adapters.local.policy import chat_prompt, load_tokenizer
 from vpo_core.types import Message
 
 __all__ = ["VllmSampler", "choose_backend", "completion_texts", "sampling_requests"]
@@ -42,17 +42,18 @@ def choose_backend(requested: str, device: str) -> str:
     if requested == "transformers":
         return "transformers"
     installed = importlib.util.find_spec("vllm") is not None
-    if installed:
-        import torch
-
-        gpu = torch.cuda.is_available() and not device.startswith("cpu")
-    else:
-        gpu = False
     if requested == "vllm" and not installed:
         raise ValueError("backend=vllm needs vLLM: run `uv sync --group vllm` on a CUDA machine, or pass backend=auto.")
+    gpu = installed and not device.startswith("cpu") and _cuda_available()
     if requested == "vllm" and not gpu:
         raise ValueError("backend=vllm needs a CUDA GPU (and device other than cpu); pass backend=transformers.")
     return "vllm" if gpu else "transformers"
+
+
+def _cuda_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
 
 
 def sampling_requests(
@@ -157,7 +158,7 @@ class VllmSampler:
 
     def prompt_text(self, messages: Sequence[Message]) -> str:
         """Chat messages rendered with the tokenizer's template, ending with the assistant header."""
-        return self.tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True)
+        return chat_prompt(self.tokenizer, messages)
 
     def sample(
         self,
