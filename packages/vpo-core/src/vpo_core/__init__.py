@@ -7,6 +7,7 @@ dependencies lazily.
 from vpo_core.advantages import compute_advantages
 from vpo_core.env import TextEnv, goal_suffix
 from vpo_core.methods import METHODS, Method, get_method
+from vpo_core.profile import EnvProfile, Generation, VerlRecipe
 from vpo_core.registry import list_envs, make
 from vpo_core.spec import RewardSpec
 from vpo_core.types import Candidate, Message, Mode, Task
@@ -14,12 +15,15 @@ from vpo_core.types import Candidate, Message, Mode, Task
 __all__ = [
     "METHODS",
     "Candidate",
+    "EnvProfile",
+    "Generation",
     "Message",
     "Method",
     "Mode",
     "RewardSpec",
     "Task",
     "TextEnv",
+    "VerlRecipe",
     "compute_advantages",
     "get_method",
     "goal_suffix",

@@ -15,6 +15,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from vpo_core.multi_answer import dedupe_reward_rows
+from vpo_core.profile import EnvProfile
 from vpo_core.spec import RewardSpec
 from vpo_core.types import Candidate, Message, Mode, Task
 
@@ -64,6 +65,8 @@ class TextEnv(ABC, Generic[P, A]):
     env_id: ClassVar[str]
     reward_spec: ClassVar[RewardSpec]
     splits: ClassVar[tuple[str, ...]] = ("train", "test")
+    profile: ClassVar[EnvProfile] = EnvProfile()
+    """Generation settings, metrics and veRL recipe of the env (generic defaults unless overridden)."""
 
     # ----------------------------------------------------------------------------------- abstract
     @abstractmethod
@@ -108,6 +111,19 @@ class TextEnv(ABC, Generic[P, A]):
         In multi mode it holds m answers; `check_env` requires it to be a success.
         """
         return None
+
+    def demonstration(
+        self, task: Task[P], *, mode: Mode = "single", m: int = 1, rng: np.random.Generator | None = None
+    ) -> str | None:
+        """One complete demonstration completion in the env's own format, for a supervised warm start.
+
+        Engines call this and never build completions themselves. The default is
+        `reference_completion`; envs with many valid answers override it to draw one with `rng`.
+
+        Returns:
+            The completion text, or None if the env has no demonstration for this task.
+        """
+        return self.reference_completion(task, mode=mode, m=m)
 
     def dedup_key(self, task: Task[P], candidate: Candidate[A]) -> Hashable | None:
         """Key under which duplicate candidates collapse in training (multi mode).

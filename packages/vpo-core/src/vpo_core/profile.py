@@ -1,0 +1,129 @@
+"""`EnvProfile`: what an env package declares about how it is trained and evaluated.
+
+An env owns its domain facts: generation budgets and sampling settings (for training rollouts and for
+the final evaluation), the chat-template options its prompts need, the extra metrics it wants
+reported, and its paper recipe for veRL. Engines and apps read them from ``env.profile`` and hold no
+env ids. An env that declares nothing gets `EnvProfile()`, the generic defaults documented below.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from vpo_core.types import Mode
+
+__all__ = ["PAPER_M", "EnvProfile", "Generation", "VerlRecipe"]
+
+PAPER_M = 3
+"""The number of answers per completion in the paper's multi-answer runs."""
+
+
+def _frozen(mapping: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    return MappingProxyType(dict(mapping or {}))
+
+
+@dataclass(frozen=True)
+class Generation:
+    """Sampling settings and token budgets of one use (training rollouts or final evaluation).
+
+    Attributes:
+        temperature: Sampling temperature (> 0; greedy decoding is not a sampling setting).
+        top_p: Nucleus mass in (0, 1].
+        max_new_tokens_single: Token budget of a single-answer completion.
+        max_new_tokens_multi: Token budget of a multi-answer completion with `PAPER_M` answers; other m
+            scale it linearly (``ceil(max_new_tokens_multi * m / PAPER_M)``).
+    """
+
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_new_tokens_single: int = 512
+    max_new_tokens_multi: int = 1536
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.temperature) and self.temperature > 0):
+            raise ValueError(f"temperature must be a finite number > 0, got {self.temperature!r}.")
+        if not (math.isfinite(self.top_p) and 0 < self.top_p <= 1):
+            raise ValueError(f"top_p must be in (0, 1], got {self.top_p!r}.")
+        for name in ("max_new_tokens_single", "max_new_tokens_multi"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}.")
+
+    def max_new_tokens(self, mode: Mode, m: int) -> int:
+        """The token budget of one completion in `mode` with `m` answers."""
+        if mode == "single":
+            return self.max_new_tokens_single
+        return math.ceil(self.max_new_tokens_multi * m / PAPER_M)
+
+
+@dataclass(frozen=True)
+class VerlRecipe:
+    """The paper's veRL settings of one domain (values that differ between domains).
+
+    Values shared by every domain (optimiser, clip, KL, n = 8, ...) live in the veRL adapter.
+
+    Attributes:
+        model: Hugging Face id of the policy model.
+        n_gpus: GPUs per node in the paper's runs.
+        train_batch: Prompts per step (``data.train_batch_size``).
+        mini_batch: PPO mini-batch in prompts.
+        micro_batch: Micro-batch per GPU.
+        prompt_length: ``data.max_prompt_length``.
+        response_single: ``data.max_response_length`` of single-answer methods.
+        response_multi: ``data.max_response_length`` of multi-answer methods.
+        epochs: ``trainer.total_epochs``.
+        extra_overrides: Further Hydra overrides of this domain, verbatim.
+        sources: Where each value comes from (field name -> paper section or authors' script).
+    """
+
+    model: str
+    n_gpus: int
+    train_batch: int
+    mini_batch: int
+    micro_batch: int
+    prompt_length: int
+    response_single: int
+    response_multi: int
+    epochs: int
+    extra_overrides: tuple[str, ...] = ()
+    sources: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sources", _frozen(self.sources))
+
+
+@dataclass(frozen=True)
+class EnvProfile:
+    """How an env is trained and evaluated; generic defaults where the env declares nothing.
+
+    Attributes:
+        train: Generation settings of training rollouts (default: T = 1.0, top-p 1.0, 512 / 1536 tokens).
+        eval: Generation settings of the final evaluation (default: T = 0.7, top-p 1.0, as `train`'s budgets).
+        eval_samples: Completions per task in the final evaluation (default 30).
+        eval_seeds: Sampling seeds the final evaluation averages over (default 1).
+        chat_template_kwargs: Keyword arguments of the tokenizer's chat template for the paper's
+            model (for Qwen3: ``{"enable_thinking": False}``); default none.
+        report_dims: Reward dimensions (by `RewardSpec` name) whose own best@k is reported beside
+            the w*-score's (MuSiQue reports its answer-F1 dimension); default none.
+        recipe: The paper's veRL settings, or None for an env outside the paper (the veRL adapter
+            then uses its documented generic defaults).
+    """
+
+    train: Generation = field(default_factory=Generation)
+    eval: Generation = field(default_factory=lambda: Generation(temperature=0.7))
+    eval_samples: int = 30
+    eval_seeds: int = 1
+    chat_template_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    report_dims: tuple[str, ...] = ()
+    recipe: VerlRecipe | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "chat_template_kwargs", _frozen(self.chat_template_kwargs))
+        for name in ("eval_samples", "eval_seeds"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}.")
