@@ -10,6 +10,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from env_eureqa._data import HARD, NORMAL, load_source_split, mixed_split
+from env_eureqa._profile import PROFILE
 from env_eureqa._prompts import multi_prompt, single_prompt
 from env_eureqa._reward import LETTERS, parse_entities, score_entities
 from vpo_core import Candidate, Message, Mode, RewardSpec, Task, TextEnv
@@ -55,6 +56,7 @@ class EureqaEnv(TextEnv[EureqaTask, tuple[str, ...]]):
 
     env_id = "eureqa-v1"
     reward_spec = EUREQA_SPEC
+    profile = PROFILE
 
     def __init__(self, data_dir: str | os.PathLike[str] | None = None, revision: str = "main", seed: int = 0) -> None:
         self.data_dir = None if data_dir is None else str(data_dir)

@@ -12,6 +12,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from env_lcb._data import Problem, load_problems
+from env_lcb._profile import PROFILE
 from env_lcb._reward import pass_vectors
 from env_lcb.sandbox import Sandbox
 from vpo_core import Candidate, Message, Mode, RewardSpec, Task, TextEnv
@@ -77,6 +78,7 @@ class LcbEnv(TextEnv[Problem, str]):
 
     env_id = "lcb-v1"
     reward_spec = LCB_SPEC
+    profile = PROFILE
 
     def __init__(
         self,

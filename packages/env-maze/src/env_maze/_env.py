@@ -11,6 +11,7 @@ from numpy.typing import ArrayLike, NDArray
 from env_maze._generate import SPLITS, generate, split_seeds
 from env_maze._maze import Maze
 from env_maze._parse import extract_answer, parse_moves, split_routes
+from env_maze._profile import PROFILE
 from env_maze._prompts import multi_prompt, single_prompt
 from env_maze._reward import score_routes
 from env_maze._solver import route_text, solve
@@ -47,6 +48,7 @@ class MazeEnv(TextEnv[Maze, Route]):
 
     env_id = "maze-v1"
     reward_spec = MAZE_SPEC
+    profile = PROFILE
 
     def __init__(self, train_size: int = 1000, test_size: int = 100) -> None:
         for name, value, paper in (("train_size", train_size, 1000), ("test_size", test_size, 100)):

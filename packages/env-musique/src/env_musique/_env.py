@@ -10,6 +10,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from env_musique._data import load_source_split, stratified_test
+from env_musique._profile import PROFILE
 from env_musique._reward import score_reply
 from vpo_core import Candidate, Message, Mode, RewardSpec, Task, TextEnv
 from vpo_core.multi_answer import render_numbered, text_candidates
@@ -76,6 +77,7 @@ class MusiqueEnv(TextEnv[MusiqueTask, str]):
 
     env_id = "musique-v1"
     reward_spec = MUSIQUE_SPEC
+    profile = PROFILE
 
     def __init__(
         self,

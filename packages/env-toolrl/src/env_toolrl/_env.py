@@ -13,6 +13,7 @@ from numpy.typing import NDArray
 
 from env_toolrl._data import load_rows
 from env_toolrl._parse import ToolCall, parse_reply
+from env_toolrl._profile import PROFILE
 from env_toolrl._reward import score_reply
 from vpo_core import Candidate, Message, Mode, RewardSpec, Task, TextEnv
 from vpo_core.multi_answer import render_numbered, text_candidates
@@ -67,6 +68,7 @@ class ToolRLEnv(TextEnv[ToolTask, str]):
 
     env_id = "toolrl-v1"
     reward_spec = TOOLRL_SPEC
+    profile = PROFILE
 
     def __init__(self, data_dir: str | os.PathLike[str] | None = None) -> None:
         self.data_dir = None if data_dir is None else str(data_dir)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any
 
@@ -20,6 +20,11 @@ __all__ = ["PAPER_M", "EnvProfile", "Generation", "VerlRecipe"]
 
 PAPER_M = 3
 """The number of answers per completion in the paper's multi-answer runs."""
+
+
+def _check_positive(name: str, value: Any) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{name} must be a positive int, got {value!r}.")
 
 
 def _frozen(mapping: Mapping[str, Any] | None) -> Mapping[str, Any]:
@@ -78,6 +83,14 @@ class VerlRecipe:
         epochs: ``trainer.total_epochs``.
         extra_overrides: Further Hydra overrides of this domain, verbatim.
         sources: Where each value comes from (field name -> paper section or authors' script).
+        prompt_length_multi: ``data.max_prompt_length`` of multi-answer methods, whose prompts carry the
+            m-answer instruction (default: `prompt_length`).
+        prompt_length_goal: ``data.max_prompt_length`` of goal-conditioned GRPO, whose prompts carry the
+            weight suffix (default: `prompt_length`).
+        methods: The methods the paper trained on this domain (documentation and tests; every method
+            composes on every domain).
+        response_multi_m: The m that `response_multi` was set for; other m scale it linearly
+            (default `PAPER_M`).
     """
 
     model: str
@@ -91,9 +104,54 @@ class VerlRecipe:
     epochs: int
     extra_overrides: tuple[str, ...] = ()
     sources: Mapping[str, str] = field(default_factory=dict)
+    prompt_length_multi: int | None = None
+    prompt_length_goal: int | None = None
+    methods: tuple[str, ...] = ()
+    response_multi_m: int = PAPER_M
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "sources", _frozen(self.sources))
+        object.__setattr__(self, "extra_overrides", tuple(self.extra_overrides))
+        object.__setattr__(self, "methods", tuple(self.methods))
+        if not isinstance(self.model, str) or not self.model:
+            raise ValueError(f"model must be a non-empty Hugging Face id or path, got {self.model!r}.")
+        for name in (
+            "n_gpus",
+            "train_batch",
+            "mini_batch",
+            "micro_batch",
+            "prompt_length",
+            "response_single",
+            "response_multi",
+            "epochs",
+            "response_multi_m",
+        ):
+            _check_positive(name, getattr(self, name))
+        for name in ("prompt_length_multi", "prompt_length_goal"):
+            if getattr(self, name) is not None:
+                _check_positive(name, getattr(self, name))
+        if self.train_batch % self.mini_batch:
+            raise ValueError(
+                f"train_batch ({self.train_batch}) must be a multiple of mini_batch ({self.mini_batch}) "
+                "(veRL takes train_batch / mini_batch optimiser steps per generation)."
+            )
+        unknown = set(self.sources) - {f.name for f in fields(self)}
+        if unknown:
+            raise ValueError(f"sources name unknown fields {sorted(unknown)}; use VerlRecipe field names.")
+
+    def prompt_length_for(self, mode: Mode, *, goal_prompt: bool = False) -> int:
+        """``data.max_prompt_length`` of a method with prompt `mode` (and the goal suffix if `goal_prompt`)."""
+        if goal_prompt:
+            return self.prompt_length_goal or self.prompt_length
+        if mode == "multi":
+            return self.prompt_length_multi or self.prompt_length
+        return self.prompt_length
+
+    def response_length_for(self, mode: Mode, m: int) -> int:
+        """``data.max_response_length`` of one completion in `mode` with `m` answers."""
+        if mode == "single":
+            return self.response_single
+        return math.ceil(self.response_multi * m / self.response_multi_m)
 
 
 @dataclass(frozen=True)

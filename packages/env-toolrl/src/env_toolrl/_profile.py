@@ -1,0 +1,55 @@
+"""How toolrl-v1 is trained and evaluated: the paper's settings, each with its source.
+
+The paper's appendix speaks first; where it is silent (lengths, epochs) the values are the authors'
+public launcher (``train.sh`` and ``PAPER_REPRO.md`` §3.4 of github.com/ryanboldi/vpo).
+"""
+
+from __future__ import annotations
+
+from vpo_core.profile import EnvProfile, Generation, VerlRecipe
+
+__all__ = ["PROFILE"]
+
+_TRAIN = 'paper, appendix "Training Setup"'
+_AUTHORS = "authors' train.sh (TASK=tool) and PAPER_REPRO.md §3.4, github.com/ryanboldi/vpo; the paper is silent"
+
+RECIPE = VerlRecipe(
+    model="Qwen/Qwen3-1.7B",
+    n_gpus=4,
+    train_batch=128,
+    mini_batch=64,
+    micro_batch=8,
+    prompt_length=4096,
+    prompt_length_multi=4352,
+    prompt_length_goal=4352,
+    response_single=1024,
+    response_multi=2048,
+    epochs=20,
+    methods=("grpo", "random_w", "max_at_k", "maxrl", "multi_rlvr", "vpo"),
+    sources={
+        "model": 'paper, appendix "ToolRL": "We train Qwen3-1.7B"',
+        "n_gpus": 'paper, appendix "Compute Resources": one node of 4xH100 per run',
+        "train_batch": f"{_TRAIN}, per-domain batch sizes (Qwen <= 4B)",
+        "mini_batch": f"{_TRAIN}, per-domain batch sizes (Qwen <= 4B)",
+        "micro_batch": f"{_TRAIN}, per-domain batch sizes (Qwen <= 4B)",
+        "prompt_length": f"{_AUTHORS} (ToolRL system prompts carry the tool schemas: long)",
+        "prompt_length_multi": f"{_AUTHORS} (4352 leaves room for the m-answer block)",
+        "prompt_length_goal": f"{_AUTHORS} (4352 leaves room for the weight suffix)",
+        "response_single": _AUTHORS,
+        "response_multi": _AUTHORS,
+        "epochs": "authors' PAPER_REPRO.md §3.4 (20 epochs, about 620 steps); the paper is silent",
+        "methods": 'paper, Table "Best@k on ToolRL"',
+    },
+)
+
+PROFILE = EnvProfile(
+    # training rollouts: T = 1.0, top-p 1.0 (appendix "Training Setup"); budgets = the veRL response lengths
+    train=Generation(temperature=1.0, top_p=1.0, max_new_tokens_single=1024, max_new_tokens_multi=2048),
+    # final evaluation: T = 0.7, top-p 0.95 (appendix "Final-evaluation sampling"); 1024 tokens single as
+    # the authors' evaluation (vpo_tasks/tool.py max_tokens=1024), the training budget 2048 for three answers
+    eval=Generation(temperature=0.7, top_p=0.95, max_new_tokens_single=1024, max_new_tokens_multi=2048),
+    eval_samples=30,  # best@30 (Table "Best@k on ToolRL")
+    eval_seeds=4,  # "averaged over 4 evaluation seeds" (appendix "ToolRL")
+    chat_template_kwargs={"enable_thinking": False},  # Qwen3; authors' train.sh and evaluation
+    recipe=RECIPE,
+)
