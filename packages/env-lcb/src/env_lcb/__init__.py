@@ -1,8 +1,13 @@
 """env-lcb: LiveCodeBench-style code generation with per-test vector rewards and a hardened sandbox (``lcb-v1``)."""
 
+import importlib.metadata as _metadata
+
 from env_lcb._data import Problem
 from env_lcb._env import LCB_SPEC, LcbEnv, extract_code
 from env_lcb.sandbox import GradeResult, Sandbox, SandboxError, grade
 
 __all__ = ["LCB_SPEC", "GradeResult", "LcbEnv", "Problem", "Sandbox", "SandboxError", "extract_code", "grade"]
-__version__ = "0.1.0"
+try:  # single source: [project] version in pyproject.toml, read from the installed metadata
+    __version__ = _metadata.version("env-lcb")
+except _metadata.PackageNotFoundError:  # pragma: no cover - a source tree on sys.path, not installed
+    __version__ = "0+unknown"

@@ -7,12 +7,17 @@
 [[1.0, 1.0, 0.0, 1.0]]
 """
 
+import importlib.metadata as _metadata
+
 from env_maze._env import MAZE_SPEC, MazeEnv
 from env_maze._maze import Maze
 from env_maze._solver import MazeSolution, solve
 
 __all__ = ["MAZE_SPEC", "Maze", "MazeEnv", "MazeSolution", "solve"]
-__version__ = "0.1.0"
+try:  # single source: [project] version in pyproject.toml, read from the installed metadata
+    __version__ = _metadata.version("env-maze")
+except _metadata.PackageNotFoundError:  # pragma: no cover - a source tree on sys.path, not installed
+    __version__ = "0+unknown"
 
 try:  # gymnasium is optional: register "vpo/Maze-v1" when it is installed
     import gymnasium as _gymnasium

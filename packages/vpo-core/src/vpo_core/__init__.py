@@ -4,6 +4,8 @@ The base install needs numpy only; engine adapters and the gymnasium wrapper imp
 dependencies lazily.
 """
 
+import importlib.metadata as _metadata
+
 from vpo_core.advantages import compute_advantages
 from vpo_core.env import TextEnv, goal_suffix
 from vpo_core.methods import METHODS, Method, get_method
@@ -30,4 +32,7 @@ __all__ = [
     "list_envs",
     "make",
 ]
-__version__ = "0.1.0"
+try:  # single source: [project] version in pyproject.toml, read from the installed metadata
+    __version__ = _metadata.version("vpo-core")
+except _metadata.PackageNotFoundError:  # pragma: no cover - a source tree on sys.path, not installed
+    __version__ = "0+unknown"

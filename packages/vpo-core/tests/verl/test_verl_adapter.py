@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-pytest.importorskip("verl")
+pytest.importorskip("verl", reason="veRL is opt-in: `uv sync --group verl` (CI installs it)")
 pytestmark = pytest.mark.verl
 
 from omegaconf import OmegaConf  # noqa: E402
