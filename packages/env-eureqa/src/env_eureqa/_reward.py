@@ -7,27 +7,26 @@ collapsed); an empty prediction or gold scores 0, and a reply with all five tags
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 from numpy.typing import NDArray
 
+from vpo_core.multi_answer import first_block
 from vpo_core.text import normalize
 
 __all__ = ["LETTERS", "parse_entities", "score_entities"]
 
 LETTERS = ("A", "B", "C", "D", "E")
-_ENTITY = {
-    letter: re.compile(rf"<entity_{letter}>(.*?)</entity_{letter}>", re.DOTALL | re.IGNORECASE) for letter in LETTERS
-}
 
 
 def parse_entities(text: str) -> tuple[str, ...]:
-    """The stripped body of the first ``<entity_X>…</entity_X>`` for X = A..E ("" where absent)."""
+    """The stripped body of the first ``<entity_X>…</entity_X>`` for X = A..E ("" where absent).
+
+    Tags match in any case; the scan is linear in the text whatever it holds.
+    """
     found = []
     for letter in LETTERS:
-        match = _ENTITY[letter].search(text)
-        found.append(match.group(1).strip() if match else "")
+        block = first_block(text, f"entity_{letter}", ignore_case=True)
+        found.append(block.body.strip() if block is not None else "")
     return tuple(found)
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 import os
-import re
 from collections.abc import Hashable, Sequence
 from typing import Any
 
@@ -12,11 +11,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from env_lcb._data import Problem, load_problems
+from env_lcb._parse import extract_code, parse_programs
 from env_lcb._profile import PROFILE
 from env_lcb._reward import pass_vectors
 from env_lcb.sandbox import Sandbox
 from vpo_core import Candidate, Message, Mode, RewardSpec, Task, TextEnv
-from vpo_core.multi_answer import extract_numbered, render_numbered
+from vpo_core.multi_answer import render_numbered
 
 __all__ = ["LCB_SPEC", "LcbEnv", "extract_code"]
 
@@ -42,21 +42,6 @@ ANSWER_MULTI = (
     "numbered tags <response_1>...</response_1> through <response_{m}>...</response_{m}>, each holding one "
     "```python code block in the format above.\n\n"
 )
-_CLOSED = re.compile(r"```python[^\n]*\n(.*?)```", re.DOTALL)
-_OPEN = re.compile(r"```python[^\n]*\n(.*)\Z", re.DOTALL)
-_ANY = re.compile(r"```[^\n]*\n(.*?)```", re.DOTALL)
-
-
-def extract_code(text: str) -> str:
-    """The program in a reply.
-
-    The first closed ```python block, else an unterminated one, else any fenced block, else the raw text.
-    """
-    for pattern in (_CLOSED, _OPEN, _ANY):
-        match = pattern.search(text)
-        if match:
-            return match.group(1)
-    return text
 
 
 class LcbEnv(TextEnv[Problem, str]):
@@ -146,12 +131,7 @@ class LcbEnv(TextEnv[Problem, str]):
         return [Message(role="system", content=SYSTEM), Message(role="user", content=body)]
 
     def _parse(self, task: Task[Problem], completion: str, mode: Mode, m: int) -> list[Candidate[str]]:
-        bodies = [completion] if mode == "single" else extract_numbered(completion, "response", m)
-        out = []
-        for i, body in enumerate(bodies):
-            code = extract_code(body or "").strip()
-            out.append(Candidate(index=i, text=body or "", answer=code or None, error=None if code else "no code"))
-        return out
+        return parse_programs(completion, mode, m)
 
     def dedup_key(self, task: Task[Problem], candidate: Candidate[str]) -> Hashable | None:
         """``ast.dump`` of the program (unparseable code: its whitespace-collapsed lower-case text)."""

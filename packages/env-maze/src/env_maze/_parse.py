@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import re
 
-from vpo_core.multi_answer import extract_numbered
+from vpo_core.multi_answer import all_blocks, extract_numbered, first_block
 
 __all__ = ["MOVE_CODE", "extract_answer", "parse_moves", "split_routes"]
 
 MOVE_CODE = {"UP": 0, "DOWN": 1, "LEFT": 2, "RIGHT": 3}
 _MOVE_WORD = re.compile(r"\b(UP|DOWN|LEFT|RIGHT)\b")
-_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
 
 
 def parse_moves(text: str) -> tuple[int, ...]:
@@ -24,9 +23,9 @@ def parse_moves(text: str) -> tuple[int, ...]:
 
 
 def extract_answer(completion: str) -> str:
-    """The body of the first ``<answer>…</answer>``, or the whole completion when there is none."""
-    match = _ANSWER.search(completion)
-    return match.group(1) if match else completion
+    """The body of the first ``<answer>…</answer>`` (any case), or the whole completion when there is none."""
+    block = first_block(completion, "answer", ignore_case=True)
+    return block.body if block is not None else completion
 
 
 def split_routes(completion: str, m: int) -> list[str]:
@@ -45,7 +44,7 @@ def split_routes(completion: str, m: int) -> list[str]:
         return [body or "" for body in tagged]
     parts = [part.strip() for part in completion.split("---") if part.strip()]
     if len(parts) < 2:
-        parts = _ANSWER.findall(completion)
+        parts = all_blocks(completion, "answer", ignore_case=True)
     if len(parts) < 2:
         parts = [completion]
     return (parts + [""] * m)[:m]

@@ -12,33 +12,49 @@
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from functools import lru_cache
 
 import numpy as np
 from numpy.typing import NDArray
 
+from vpo_core.multi_answer import first_block
 from vpo_core.text import normalize
 
 __all__ = ["answer_f1", "parse_reply", "score_reply"]
 
-_SUPPORT = re.compile(r"<support>(.*?)</support>", re.DOTALL)
-_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
 MAX_CITATIONS = 4
+MAX_INDEX_DIGITS = 18
+"""Citations with more significant digits than this are kept as digit strings (far out of range of the
+20 paragraphs, so never a hit, but still counted against the cap) instead of being converted with
+``int``, which refuses strings beyond 4,300 digits."""
 
 
-def parse_reply(text: str) -> tuple[tuple[int, ...], str | None]:
-    """Cited paragraph indices (de-duplicated, first 4) and the answer (None when absent)."""
-    support = _SUPPORT.search(text)
-    answer = _ANSWER.search(text)
-    cited: list[int] = []
-    if support:
-        for piece in support.group(1).split(","):
-            piece = piece.strip()
-            if piece.isdigit() and piece.isascii() and int(piece) not in cited:
-                cited.append(int(piece))
-    return tuple(cited[:MAX_CITATIONS]), (answer.group(1).strip() if answer else None)
+def _citations(support: str) -> tuple[int | str, ...]:
+    cited: list[int | str] = []
+    for piece in support.split(","):
+        piece = piece.strip()
+        if not (piece.isdigit() and piece.isascii()):
+            continue
+        digits = piece.lstrip("0") or "0"
+        index: int | str = int(digits) if len(digits) <= MAX_INDEX_DIGITS else digits
+        if index not in cited:
+            cited.append(index)
+            if len(cited) == MAX_CITATIONS:
+                break
+    return tuple(cited)
+
+
+def parse_reply(text: str) -> tuple[tuple[int | str, ...], str | None]:
+    """Cited paragraph indices (de-duplicated, first 4) and the answer (None when absent).
+
+    Reads the first ``<support>`` and ``<answer>`` blocks in time linear in the text. An index too long
+    to be a paragraph number (over `MAX_INDEX_DIGITS` digits) is kept as its digit string.
+    """
+    support = first_block(text, "support")
+    answer = first_block(text, "answer")
+    cited = _citations(support.body) if support is not None else ()
+    return cited, (answer.body.strip() if answer is not None else None)
 
 
 @lru_cache(maxsize=65536)

@@ -7,15 +7,16 @@ calls inside ``<tool_call>`` (one object per line, comma separated, or a JSON ar
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from vpo_core.multi_answer import first_block
+
 __all__ = ["ParsedReply", "ToolCall", "parse_reply", "parse_tool_calls"]
 
-_THINK = re.compile(r"<think>(.*?)</think>", re.DOTALL)
-_TOOL_CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
-_RESPONSE = re.compile(r"<response>(.*?)</response>", re.DOTALL)
+_JSON_ERRORS = (ValueError, RecursionError)
+"""What `json` raises on untrusted text: `json.JSONDecodeError` (a ValueError), the plain ValueError of
+Python's 4,300-digit limit on integer literals, and RecursionError on deeply nested arrays/objects."""
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ def _objects(text: str) -> list[Any]:
             break
         try:
             obj, i = decoder.raw_decode(text, i)
-        except (json.JSONDecodeError, RecursionError):
+        except _JSON_ERRORS:
             break
         out.append(obj)
     return out
@@ -62,7 +63,7 @@ def parse_tool_calls(body: str) -> tuple[ToolCall, ...]:
     if text.startswith("["):
         try:
             loaded = json.loads(text)
-        except (json.JSONDecodeError, RecursionError):
+        except _JSON_ERRORS:
             loaded = []
         objects = loaded if isinstance(loaded, list) else []
     else:
@@ -77,15 +78,18 @@ def parse_tool_calls(body: str) -> tuple[ToolCall, ...]:
 
 
 def parse_reply(text: str) -> ParsedReply:
-    """Parse one reply (a single-mode completion, or the body of one ``<response_i>``)."""
-    think = _THINK.search(text)
-    tool_call = _TOOL_CALL.search(text)
-    response = _RESPONSE.search(text)
-    body = tool_call.group(1).strip() if tool_call else ""
+    """Parse one reply (a single-mode completion, or the body of one ``<response_i>``).
+
+    Never raises, and runs in time linear in the text (tags are found by forward scans).
+    """
+    think = first_block(text, "think")
+    tool_call = first_block(text, "tool_call")
+    response = first_block(text, "response")
+    body = tool_call.body.strip() if tool_call is not None else ""
     return ParsedReply(
         has_think=think is not None,
         has_tool_call=tool_call is not None,
         tool_call_body=body,
         calls=parse_tool_calls(body),
-        response=response.group(1).strip() if response else None,
+        response=response.body.strip() if response is not None else None,
     )

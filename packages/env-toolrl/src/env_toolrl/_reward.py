@@ -36,13 +36,28 @@ def value_match(predicted: Any, gold: Any) -> float:
     list); objects by key-set F1; strings by token F1 (a non-string prediction by normalised
     equality, so ``"1"`` and ``1`` match).
     """
+    try:
+        return _value_match(predicted, gold)
+    except RecursionError:  # a prediction nested too deeply to print or compare matches nothing
+        return 0.0
+
+
+def _close(a: float, b: float) -> bool:
+    """|a − b| ≤ 1e-9, False where the difference overflows (an int beyond float range is never close)."""
+    try:
+        return abs(a - b) <= 1e-9
+    except OverflowError:
+        return False
+
+
+def _value_match(predicted: Any, gold: Any) -> float:
     if isinstance(gold, bool) or isinstance(predicted, bool):
         return float(bool(gold) == bool(predicted))
     if isinstance(gold, int | float):
         if isinstance(predicted, int | float):
-            return float(abs(predicted - gold) <= 1e-9)
+            return float(_close(predicted, gold))
         try:
-            return float(abs(float(str(predicted)) - float(gold)) <= 1e-9)
+            return float(_close(float(str(predicted)), float(gold)))
         except (ValueError, OverflowError):
             return float(normalize(predicted) == normalize(gold))
     if isinstance(gold, list):

@@ -5,13 +5,23 @@ from __future__ import annotations
 import re
 from collections.abc import Hashable, Sequence
 from functools import lru_cache
+from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from vpo_core.types import Candidate
 
-__all__ = ["dedupe_reward_rows", "extract_numbered", "numbered_tag_list", "render_numbered", "text_candidates"]
+__all__ = [
+    "Block",
+    "all_blocks",
+    "dedupe_reward_rows",
+    "extract_numbered",
+    "first_block",
+    "numbered_tag_list",
+    "render_numbered",
+    "text_candidates",
+]
 
 
 def numbered_tag_list(tag: str, m: int) -> str:
@@ -41,14 +51,77 @@ def render_numbered(tag: str, bodies: Sequence[str], *, sep: str = "\n") -> str:
     return sep.join(f"<{tag}_{i}>{body}</{tag}_{i}>" for i, body in enumerate(bodies, start=1))
 
 
-@lru_cache(maxsize=256)
-def _tag_regex(tag: str, i: int, ignore_case: bool) -> re.Pattern[str]:
-    flags = re.DOTALL | (re.IGNORECASE if ignore_case else 0)
-    return re.compile(rf"<{re.escape(tag)}_{i}\s*>(.*?)</{re.escape(tag)}_{i}\s*>", flags)
+class Block(NamedTuple):
+    """One tagged block found in a text: its body and where the closing tag ends."""
+
+    body: str
+    end: int
+
+
+@lru_cache(maxsize=512)
+def _delimiters(tag: str, ignore_case: bool, loose: bool) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    flags = re.IGNORECASE if ignore_case else 0
+    space = r"\s*" if loose else ""
+    return (
+        re.compile(f"<{re.escape(tag)}{space}>", flags),
+        re.compile(f"</{re.escape(tag)}{space}>", flags),
+    )
+
+
+def first_block(text: str, tag: str, *, ignore_case: bool = False, loose: bool = False, start: int = 0) -> Block | None:
+    """The first ``<tag>…</tag>`` block of `text` at or after `start`, in time linear in ``len(text)``.
+
+    The result is the one of the regex ``<tag>(.*?)</tag>`` (DOTALL) searched from `start`: the body
+    runs from the first opening tag to the first closing tag after it. It is found with two forward
+    scans instead of a lazy-dot regex, whose search restarts at every unmatched opening tag and so
+    takes time quadratic in the number of them (a completion can hold millions).
+
+    Args:
+        text: The text (untrusted model output).
+        tag: Tag name, e.g. ``"answer"`` or ``"response_1"``.
+        ignore_case: Match the tag name in any case.
+        loose: Allow whitespace before ``>`` (``<tag  >``).
+        start: Position to search from.
+
+    Returns:
+        The body and the end of the closing tag, or None if no opening tag has a closing tag after it.
+    """
+    opening, closing = _delimiters(tag, ignore_case, loose)
+    head = opening.search(text, start)
+    if head is None:
+        return None
+    tail = closing.search(text, head.end())
+    if tail is None:  # no later opening tag can have a closing tag after it either
+        return None
+    return Block(text[head.end() : tail.start()], tail.end())
+
+
+def all_blocks(text: str, tag: str, *, ignore_case: bool = False, loose: bool = False) -> list[str]:
+    """Bodies of the successive non-overlapping ``<tag>…</tag>`` blocks, in linear time.
+
+    The result is ``re.findall`` of the lazy pattern (see `first_block`).
+
+    Args:
+        text: The text.
+        tag: Tag name.
+        ignore_case: Match the tag name in any case.
+        loose: Allow whitespace before ``>``.
+
+    Returns:
+        The bodies in order.
+    """
+    out: list[str] = []
+    pos = 0
+    while (block := first_block(text, tag, ignore_case=ignore_case, loose=loose, start=pos)) is not None:
+        out.append(block.body)
+        pos = block.end
+    return out
 
 
 def extract_numbered(text: str, tag: str, m: int, *, ignore_case: bool = True) -> list[str | None]:
-    """The body of the first ``<tag_i>…</tag_i>`` for i = 1..m.
+    """The body of the first ``<tag_i>…</tag_i>`` for i = 1..m (whitespace allowed before ``>``).
+
+    Linear in ``len(text)`` per tag, whatever the text holds (see `first_block`).
 
     Args:
         text: Completion text.
@@ -61,8 +134,8 @@ def extract_numbered(text: str, tag: str, m: int, *, ignore_case: bool = True) -
     """
     out: list[str | None] = []
     for i in range(1, m + 1):
-        match = _tag_regex(tag, i, ignore_case).search(text)
-        out.append(match.group(1) if match else None)
+        block = first_block(text, f"{tag}_{i}", ignore_case=ignore_case, loose=True)
+        out.append(None if block is None else block.body)
     return out
 
 

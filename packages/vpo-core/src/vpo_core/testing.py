@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import pickle
+import re
 import string
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -21,7 +23,7 @@ from vpo_core.registry import list_envs, resolve_env_class
 from vpo_core.spec import RewardSpec
 from vpo_core.types import Task
 
-__all__ = ["EnvCheckError", "check_env"]
+__all__ = ["EnvCheckError", "adversarial_completions", "check_env", "markers"]
 
 
 class EnvCheckError(AssertionError):
@@ -37,10 +39,108 @@ def _payload_digest(task: Task[Any]) -> str:
 
 
 def _garbage(rng: np.random.Generator, n: int) -> list[str]:
-    alphabet = [*string.printable, "é", "漢", "🙂", "\u200b", "\x00", "—"]
+    alphabet = [*string.printable, "é", "漢", "🙂", "\u200b", "\x00", "—", "\ud800"]
     texts = ["".join(rng.choice(alphabet, size=int(rng.integers(1, 400)))) for _ in range(n)]
-    texts += ["<", "</", "<response_1>", "<route_1>UP", "<answer>", "```python\n", "{", "[[[", "\\", "\n" * 50]
+    texts += ["<", "</", "<>", "{", "[[[", "\\", "\n" * 50, "\x00", "\udfff", "```"]
     return texts
+
+
+_TAG = re.compile(r"</?[A-Za-z_][\w.:-]{0,40}\s*>")
+_FENCE = re.compile(r"`{3,}[\w+-]{0,20}")
+_HUGE_NUMBERS = ("9" * 5000, "-" + "9" * 5000, "1e999999", "0." + "0" * 5000 + "1")
+
+
+def markers(*texts: str | None) -> list[str]:
+    """The structural markers of an env's format, found in its own prompt and reference completion.
+
+    Markers are XML-like tags (``<a>``, ``</b_2>``) and Markdown code fences (three or more
+    backticks and an info string). They are what a parser searches for, so they are what adversarial
+    inputs are built from, without `check_env` knowing any domain.
+
+    Args:
+        texts: Prompts and completions (None entries are skipped).
+
+    Returns:
+        The distinct markers, sorted.
+    """
+    found: set[str] = set()
+    for text in texts:
+        if text:
+            found.update(_TAG.findall(text))
+            found.update(_FENCE.findall(text))
+    return sorted(found)
+
+
+def _closing(marker: str) -> str | None:
+    if marker.startswith("</") or not marker.startswith("<"):
+        return None
+    return "</" + marker[1:]
+
+
+def adversarial_completions(marks: Sequence[str], reference: str | None, size: int) -> list[tuple[str, str]]:
+    """Hostile completions built from an env's own markers: the shapes that broke parsers before.
+
+    * many unmatched opening markers (a lazy ``<t>(.*?)</t>`` search is quadratic in them);
+    * huge numbers (``int()`` refuses over 4,300 digits; floats overflow) inside every marker, alone,
+      as JSON and inside the reference;
+    * deep nesting of the markers and of brackets (recursive parsers hit the recursion limit);
+    * NUL bytes and lone surrogates around every marker of the reference.
+
+    Args:
+        marks: The env's markers (see `markers`).
+        reference: A reference completion, or None.
+        size: Approximate length of the large inputs, in characters.
+
+    Returns:
+        (name, text) pairs.
+    """
+    openers = [mk for mk in marks if not mk.startswith("</")] or ["<"]
+    body = reference or ""
+    out: list[tuple[str, str]] = []
+    unit = "".join(openers)
+    out.append(("unmatched opening markers", unit * _times(size, len(unit))))
+    for mk in openers[:8]:
+        out.append((f"unmatched {mk!r}", mk * _times(size, len(mk)) + (_closing(mk) or "")[:1]))
+        out.append(
+            (f"unmatched {mk!r} then one closed", mk * _times(size // 2, len(mk)) + mk + body + (_closing(mk) or ""))
+        )
+    if reference:
+        out.append(("reference with every opening marker repeated", _replace_all(reference, openers, 200)))
+    for number in _HUGE_NUMBERS:
+        parts = [number]
+        for mk in openers:
+            close = _closing(mk) or ""
+            parts += [
+                f"{mk}{number}{close}",
+                f'{mk}{{"name": "x", "value": {number}}}{close}',
+                f"{mk}[{number}]{close}",
+            ]
+        out.append((f"huge number {number[:8]}...", "\n".join(parts)))
+        if reference:
+            out.append((f"reference with digits replaced by {number[:8]}...", re.sub(r"\d+", number, reference)))
+    depth = max(1, min(size // 8, 5000))
+    for mk in openers[:8]:
+        close = _closing(mk) or ""
+        out.append((f"{mk!r} nested {depth} deep", mk * depth + body + close * depth))
+    for left, right in ("[]", "{}", "()"):
+        nest = left * depth + right * depth
+        out.append(
+            (f"{left} nested {depth} deep", "".join(f"{mk}{nest}{_closing(mk) or ''}" for mk in openers[:4]) + nest)
+        )
+    if reference:
+        out.append(("reference with NUL bytes", _replace_all(reference, openers, 1, suffix="\x00")))
+        out.append(("reference with lone surrogates", _replace_all(reference, openers, 1, suffix="\ud800\udfff")))
+    return out
+
+
+def _times(size: int, unit: int) -> int:
+    return max(1, -(-size // unit))
+
+
+def _replace_all(text: str, marks: Sequence[str], times: int, suffix: str = "") -> str:
+    for mk in marks:
+        text = text.replace(mk, mk * times + suffix)
+    return text
 
 
 def _sample_tasks(tasks: Sequence[Task[Any]], max_tasks: int) -> list[Task[Any]]:
@@ -108,6 +208,8 @@ def check_env(
     seed: int = 0,
     make_fresh: Callable[[], TextEnv[Any, Any]] | None = None,
     splits: Sequence[str] | None = None,
+    fuzz_chars: int = 200_000,
+    time_limit_s: float = 5.0,
 ) -> None:
     """Run the conformance suite on an environment.
 
@@ -119,6 +221,9 @@ def check_env(
         make_fresh: Builds a second, independent instance with the same config (defaults to a pickle
             round trip) to check that tasks are identical across constructions.
         splits: Splits to check (default: the env's `splits`).
+        fuzz_chars: Length of the large adversarial completions (see `adversarial_completions`).
+        time_limit_s: Longest a parse plus its rewards may take on one adversarial completion (a
+            linear parser needs milliseconds; a quadratic one needs ~20 s at 200,000 characters).
 
     Raises:
         EnvCheckError: On the first failed check, with a message naming it.
@@ -163,11 +268,18 @@ def check_env(
                 _fail(f"{where}: task id {task.id} is used in splits {ids[task.id]!r} and {split!r}.")
             digests[digest] = split
             ids[task.id] = split
-            _check_task(env, clone, task, m, garbage, where)
+            _check_task(env, clone, task, m, garbage, where, fuzz_chars, time_limit_s)
 
 
 def _check_task(
-    env: TextEnv[Any, Any], clone: TextEnv[Any, Any], task: Task[Any], m: int, garbage: list[str], where: str
+    env: TextEnv[Any, Any],
+    clone: TextEnv[Any, Any],
+    task: Task[Any],
+    m: int,
+    garbage: list[str],
+    where: str,
+    fuzz_chars: int,
+    time_limit_s: float,
 ) -> None:
     spec = env.spec_for(task)
     _check_spec(spec, where)
@@ -193,6 +305,17 @@ def _check_task(
             _fail(f"{where}: an empty completion counts as a success on task {task.id}.")
 
         reference = env.reference_completion(task, mode=mode, m=k)  # type: ignore[arg-type]
+        marks = markers(*(msg["content"] for msg in messages), reference)
+        for name, text in adversarial_completions(marks, reference, fuzz_chars):
+            started = time.perf_counter()
+            _check_parse(env, task, text, mode, k, f"{where} [{name}]")
+            seconds = time.perf_counter() - started
+            if seconds > time_limit_s:
+                _fail(
+                    f"{where} [{name}]: parsing and scoring {len(text):,} characters took {seconds:.1f} s on task "
+                    f"{task.id} (mode={mode}), over the {time_limit_s} s bound; parsers must be linear in the "
+                    "completion (a lazy `<t>(.*?)</t>` regex restarts at every unmatched opening tag)."
+                )
         if reference is None:
             continue
         rewards = _check_parse(env, task, reference, mode, k, where)

@@ -1,0 +1,162 @@
+"""check_env fuzzes every env with the shapes that broke real parsers, built from the env's own format.
+
+Each broken env below uses its own tag (``<guess_i>``, never hard-coded in vpo_core.testing) and fails
+on one shape: huge numbers, unmatched opening tags (quadratic time), deep nesting, NUL bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from vpo_core import Candidate, RewardSpec, Task, TextEnv
+from vpo_core.multi_answer import extract_numbered, render_numbered
+from vpo_core.testing import EnvCheckError, adversarial_completions, check_env, markers
+
+SPEC = RewardSpec.uniform(["hit"], ["Guessing the number"])
+
+
+class GuessEnv(TextEnv[int, int]):
+    """Guess a number in ``<guess>`` (single) or ``<guess_i>`` (multi) tags; a total, linear parser."""
+
+    env_id = "guess-v0"
+    reward_spec = SPEC
+
+    def tasks(self, split):
+        offset = 0 if split == "train" else 100
+        return [Task(id=f"guess/{split}/{i}", split=split, index=i, payload=offset + i) for i in range(3)]
+
+    def _render_prompt(self, task, mode, m):
+        if mode == "single":
+            return [{"role": "user", "content": "Guess my number. Answer as <guess>N</guess>."}]
+        return [{"role": "user", "content": f"Give {m} guesses, <guess_1>N</guess_1> to <guess_{m}>N</guess_{m}>."}]
+
+    def _bodies(self, completion, mode, m):
+        if mode == "single":
+            found = extract_numbered(
+                completion.replace("<guess>", "<guess_1>").replace("</guess>", "</guess_1>"), "guess", 1
+            )
+            return found
+        return extract_numbered(completion, "guess", m)
+
+    def _number(self, body):
+        digits = (body or "").strip()
+        if not (digits.isdigit() and digits.isascii() and len(digits) <= 18):
+            return None
+        return int(digits)
+
+    def _parse(self, task, completion, mode, m):
+        return [
+            Candidate(index=i, text=body or "", answer=self._number(body))
+            for i, body in enumerate(self._bodies(completion, mode, m))
+        ]
+
+    def reward(self, task, candidate):
+        return np.array([float(candidate.answer == task.payload)])
+
+    def reference_completion(self, task, *, mode="single", m=1):
+        if mode == "single":
+            return f"<guess>{task.payload}</guess>"
+        return render_numbered("guess", [str(task.payload)] * m)
+
+
+class _IntOfDigits(GuessEnv):
+    """``int()`` on any digit string: a 5,000-digit number raises ValueError."""
+
+    def _number(self, body):
+        digits = (body or "").strip()
+        return int(digits) if digits.isdigit() and digits.isascii() else None
+
+
+class _JsonOnlyDecodeError(GuessEnv):
+    """Catches only JSONDecodeError: a huge integer inside JSON raises a plain ValueError."""
+
+    def _number(self, body):
+        try:
+            value = json.loads(body or "")
+        except json.JSONDecodeError:
+            return None
+        return value if isinstance(value, int) else None
+
+
+class _LazyRegex(GuessEnv):
+    """The lazy ``<guess_i>(.*?)</guess_i>`` search: quadratic in unmatched opening tags."""
+
+    def _bodies(self, completion, mode, m):
+        if mode == "single":
+            match = re.search(r"<guess>(.*?)</guess>", completion, re.DOTALL)
+            return [match.group(1) if match else None]
+        out = []
+        for i in range(1, m + 1):
+            match = re.search(rf"<guess_{i}>(.*?)</guess_{i}>", completion, re.DOTALL)
+            out.append(match.group(1) if match else None)
+        return out
+
+
+class _RecursiveTags(GuessEnv):
+    """A recursive-descent reader of nested tags: deep nesting exhausts the stack."""
+
+    def _depth(self, text, pos=0):
+        if text.startswith("<guess", pos):
+            end = text.find(">", pos)
+            return 1 + self._depth(text, end + 1) if end >= 0 else 0
+        return 0
+
+    def _number(self, body):
+        self._depth(body or "")
+        return super()._number(body)
+
+
+class _NulAssert(GuessEnv):
+    """Chokes on NUL bytes (as C-string based tools do)."""
+
+    def _number(self, body):
+        if "\x00" in (body or ""):
+            raise ValueError("embedded null byte")
+        return super()._number(body)
+
+
+def test_a_linear_total_parser_passes():
+    check_env(GuessEnv(), fuzz_chars=100_000)
+
+
+@pytest.mark.parametrize(
+    ("env_cls", "message"),
+    [
+        (_IntOfDigits, r"parse raised ValueError: Exceeds the limit"),
+        (_JsonOnlyDecodeError, r"parse raised ValueError: Exceeds the limit"),
+        (_RecursiveTags, r"parse raised RecursionError"),
+        (_NulAssert, r"NUL bytes\]: parse raised ValueError: embedded null byte"),
+    ],
+)
+def test_check_env_catches_crashes_on_hostile_shapes(env_cls, message):
+    with pytest.raises(EnvCheckError, match=message):
+        check_env(env_cls(), fuzz_chars=20_000, max_tasks=1)
+
+
+def test_check_env_bounds_the_time_of_each_input():
+    # 30,000 characters of unmatched tags take the lazy regex ~0.4 s here; the linear scan ~1 ms.
+    with pytest.raises(EnvCheckError, match=r"unmatched .* took .* over the 0.05 s bound; parsers must be linear"):
+        check_env(_LazyRegex(), fuzz_chars=30_000, time_limit_s=0.05, max_tasks=1)
+
+
+def test_markers_come_from_the_envs_own_prompt_and_reference():
+    env = GuessEnv()
+    task = env.tasks("train")[0]
+    prompt = env.render_prompt(task, mode="multi", m=2)[0]["content"]
+    marks = markers(prompt, env.reference_completion(task, mode="multi", m=2), "```python\nx\n```")
+    assert marks == ["</guess_1>", "</guess_2>", "<guess_1>", "<guess_2>", "```", "```python"]
+    shapes = dict(adversarial_completions(marks, "<guess_1>7</guess_1>", 1000))
+    assert len(shapes["unmatched opening markers"]) >= 1000
+    assert "9" * 5000 in shapes["huge number 99999999..."]
+    assert shapes["reference with NUL bytes"] == "<guess_1>\x007</guess_1>"
+
+
+def test_testing_module_holds_no_domain_strings():
+    source = (Path(__file__).parents[1] / "src" / "vpo_core" / "testing.py").read_text()
+    for domain in ("route", "UP", "answer>", "response_", "python", "support", "entity", "tool_call"):
+        assert domain not in source, f"vpo_core/testing.py names the domain string {domain!r}"
