@@ -8,7 +8,9 @@ import json
 import subprocess
 import sys
 from importlib.metadata import entry_points
+from pathlib import Path
 
+import datasets
 import numpy as np
 import pytest
 import torch
@@ -24,11 +26,11 @@ from verl.trainer.ppo.core_algos import compute_gdpo_outcome_advantage, get_adv_
 import vpo_core  # noqa: E402
 from vpo_core.adapters.local.policy import build_tokenizer  # noqa: E402
 from vpo_core.adapters.verl import plugin  # noqa: E402
-from vpo_core.adapters.verl.export import export_split, rows_for  # noqa: E402
-from vpo_core.adapters.verl.launch import compose, main  # noqa: E402
-from vpo_core.adapters.verl.recipes import DOMAINS, ESTIMATOR, overrides  # noqa: E402
+from vpo_core.adapters.verl.export import count_overlong, export_split, rows_for  # noqa: E402
+from vpo_core.adapters.verl.launch import compose, main, merge_command, validate  # noqa: E402
+from vpo_core.adapters.verl.recipes import GENERIC_MODEL, cell, estimator_for, overrides  # noqa: E402
 from vpo_core.adapters.verl.reward import score_trajectory  # noqa: E402
-from vpo_core.advantages import (  # noqa: E402  # noqa: E402
+from vpo_core.advantages import (  # noqa: E402
     gdpo_advantages,
     group_layout,
     max_at_k_advantages,
@@ -36,6 +38,8 @@ from vpo_core.advantages import (  # noqa: E402  # noqa: E402
     rollout_scalars,
     zscore_by_index,
 )
+from vpo_core.profile import EnvProfile  # noqa: E402
+from vpo_core.registry import resolve_env_class  # noqa: E402
 from vpo_core.weights import dirichlet_weights  # noqa: E402
 
 
@@ -60,46 +64,241 @@ def test_plugin_entry_point_loads_and_registers_in_a_fresh_process():
 
 
 # -------------------------------------------------------------------------------- composition
-@pytest.mark.parametrize("env_id", sorted(DOMAINS))
-def test_every_paper_cell_composes_with_the_appendix_values(env_id):
-    for method in sorted(vpo_core.METHODS):
-        cfg = compose(overrides(env_id, method, model=None, train_files="t.parquet", val_files="v.parquet", d=4))
-        actor = cfg.actor_rollout_ref.actor
-        assert (actor.optim.lr, actor.optim.weight_decay, actor.grad_clip) == (1e-6, 0.01, 1.0)
-        assert (actor.clip_ratio, actor.clip_ratio_c, actor.loss_agg_mode, actor.entropy_coeff) == (
-            0.2,
-            3.0,
-            "token-mean",
-            0,
-        )
-        assert (actor.use_kl_loss, actor.kl_loss_coef, actor.kl_loss_type, actor.ppo_epochs) == (
-            True,
-            0.001,
-            "low_var_kl",
-            1,
-        )
-        assert actor.optim.lr_scheduler_type == "constant"
-        assert cfg.actor_rollout_ref.rollout.n == 8
-        assert cfg.actor_rollout_ref.rollout.temperature == (0.8 if env_id == "lcb-v1" else 1.0)
-        assert cfg.algorithm.adv_estimator == ESTIMATOR[method]
-        assert cfg.algorithm.use_kl_in_reward is False
-        assert cfg.reward.reward_manager.name == "vpo"
-        assert cfg.data.train_batch_size == DOMAINS[env_id].train_batch
-        assert cfg.actor_rollout_ref.model.path == DOMAINS[env_id].model
-        multi = vpo_core.get_method(method).mode == "multi"
-        assert cfg.data.max_response_length == (
-            DOMAINS[env_id].response_multi if multi else DOMAINS[env_id].response_single
-        )
-        if method == "gdpo":
-            assert cfg.trainer.use_v1 is False
-            assert list(cfg.algorithm.gdpo_reward_keys) == ["r_0", "r_1", "r_2", "r_3"]
+# The paper's values per domain, written out here (not read from the recipes) so that a changed recipe
+# fails: model, GPUs, (train, mini, micro) batch, prompt length (single, multi, goal-conditioned),
+# response length (single, multi at m = 3), epochs, rollout temperature, chat-template options, and the
+# methods the paper trained on the domain.
+QWEN3_NO_THINKING = {"enable_thinking": False}
+PAPER = {
+    "maze-v1": (
+        "Qwen/Qwen3-4B", 4, (128, 64, 8), (512, 768, 768), (512, 1024), 2, 1.0, QWEN3_NO_THINKING,
+        {"grpo", "random_w", "goal_cond", "max_at_k", "maxrl", "multi_rlvr", "vpo"},
+    ),
+    "musique-v1": (
+        "Qwen/Qwen3-1.7B", 4, (128, 64, 8), (4096, 5120, 5120), (512, 1024), 1, 1.0, QWEN3_NO_THINKING,
+        {"grpo", "random_w", "gdpo", "max_at_k", "maxrl", "multi_rlvr", "vpo"},
+    ),
+    "eureqa-v1": (
+        "Qwen/Qwen3-8B", 4, (64, 32, 2), (1024, 1024, 1024), (512, 2048), 6, 1.0, QWEN3_NO_THINKING,
+        {"grpo", "random_w", "max_at_k", "maxrl", "multi_rlvr", "vpo"},
+    ),
+    "toolrl-v1": (
+        "Qwen/Qwen3-1.7B", 4, (128, 64, 8), (4096, 4352, 4352), (1024, 2048), 20, 1.0, QWEN3_NO_THINKING,
+        {"grpo", "random_w", "max_at_k", "maxrl", "multi_rlvr", "vpo"},
+    ),
+    "lcb-v1": (
+        "Qwen/Qwen2.5-Coder-7B-Instruct", 8, (64, 32, 2), (4096, 4096, 4096), (4096, 4096), 1, 0.8, {},
+        {"grpo", "vpo"},
+    ),
+}  # fmt: skip
+# (env, method, n): every cell the paper reports, the MuSiQue n = 24 ablation and the LCB two-arm study
+CELLS = [(env_id, method, 8) for env_id, row in PAPER.items() for method in sorted(row[-1])] + [
+    ("musique-v1", "grpo", 24),
+    ("musique-v1", "gdpo", 24),
+    ("musique-v1", "random_w", 24),
+]
 
 
-def test_dry_run_prints_yaml_and_the_n24_ablation(capsys):
-    assert main(["env=maze-v1", "method=grpo", "n=24", "--dry-run"]) == 0
-    config = OmegaConf.create(capsys.readouterr().out)
+def _compose_cell(env_id, method, n=8, **kwargs):
+    c = cell(env_id, method, n=n, **kwargs)
+    cfg = compose(overrides(c, train_files="t.parquet", val_files="v.parquet", checkpoint_dir="ckpt"))
+    validate(cfg)  # veRL's own checks: batch divisibility for the recipe's GPU count
+    return c, cfg
+
+
+def _assert_shared(cfg):
+    actor = cfg.actor_rollout_ref.actor
+    assert (actor.optim.lr, actor.optim.weight_decay, actor.grad_clip) == (1e-6, 0.01, 1.0)
+    assert (actor.optim.lr_warmup_steps_ratio, actor.optim.lr_scheduler_type) == (0.0, "constant")
+    assert list(actor.optim.betas) == [0.9, 0.999]
+    assert (actor.clip_ratio, actor.clip_ratio_c, actor.loss_agg_mode, actor.entropy_coeff) == (
+        0.2,
+        3.0,
+        "token-mean",
+        0,
+    )
+    assert (actor.use_kl_loss, actor.kl_loss_coef, actor.kl_loss_type, actor.ppo_epochs) == (
+        True,
+        0.001,
+        "low_var_kl",
+        1,
+    )
+    assert cfg.algorithm.use_kl_in_reward is False
+    rollout = cfg.actor_rollout_ref.rollout
+    assert (rollout.name, rollout.top_k) == ("vllm", -1)
+    assert (rollout.val_kwargs.do_sample, rollout.val_kwargs.temperature, rollout.val_kwargs.n) == (False, 0, 1)
+    assert cfg.actor_rollout_ref.ref.fsdp_config.param_offload is True
+    assert cfg.data.filter_overlong_prompts is True
+    assert cfg.reward.reward_manager.name == "vpo"
+    trainer = cfg.trainer
+    assert (trainer.save_freq, trainer.test_freq, trainer.max_actor_ckpt_to_keep) == (10, 50, 2)
+    assert (trainer.resume_mode, list(trainer.logger), trainer.nnodes) == ("auto", ["console"], 1)
+    assert trainer.default_local_dir == "ckpt"
+
+
+@pytest.mark.parametrize(("env_id", "method", "n"), CELLS, ids=[f"{e}-{m}-n{n}" for e, m, n in CELLS])
+def test_every_paper_cell_composes_with_the_papers_values(env_id, method, n):
+    model, gpus, batch, prompts, responses, epochs, temperature, chat, _ = PAPER[env_id]
+    c, cfg = _compose_cell(env_id, method, n=n)
+    _assert_shared(cfg)
+    spec = vpo_core.get_method(method)
+    assert cfg.actor_rollout_ref.model.path == model
+    assert cfg.trainer.n_gpus_per_node == gpus
+    actor = cfg.actor_rollout_ref.actor
+    assert (cfg.data.train_batch_size, actor.ppo_mini_batch_size, actor.ppo_micro_batch_size_per_gpu) == batch
+    assert cfg.actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu == batch[2]
+    assert cfg.actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu == batch[2]
+    prompt = prompts[2] if spec.goal_prompt else prompts[1] if spec.mode == "multi" else prompts[0]
+    assert cfg.data.max_prompt_length == prompt
+    assert cfg.data.max_response_length == (responses[1] if spec.mode == "multi" else responses[0])
+    assert cfg.trainer.total_epochs == epochs
+    assert cfg.actor_rollout_ref.rollout.n == n
+    assert cfg.actor_rollout_ref.rollout.temperature == temperature
+    assert cfg.actor_rollout_ref.rollout.top_p == 1.0
+    assert dict(cfg.data.apply_chat_template_kwargs) == chat
+    assert cfg.algorithm.adv_estimator == estimator_for(method)
+    assert cfg.algorithm.vpo.num_weights == 100
+    assert c.m == (3 if spec.mode == "multi" else 1)
+    if method == "gdpo":
+        d = resolve_env_class(env_id).reward_spec.dim
+        assert cfg.trainer.use_v1 is False
+        assert list(cfg.algorithm.gdpo_reward_keys) == [f"r_{i}" for i in range(d)]
+    else:
+        assert cfg.trainer.use_v1 is True
+
+
+def test_the_papers_methods_per_domain_are_the_recipes():
+    for env_id, row in PAPER.items():
+        recipe = resolve_env_class(env_id).profile.recipe
+        assert set(recipe.methods) == row[-1]
+        assert set(recipe.sources) >= {"model", "n_gpus", "train_batch", "prompt_length", "response_multi", "epochs"}
+
+
+@pytest.mark.parametrize("method", sorted(vpo_core.METHODS))
+def test_every_method_composes_on_every_domain(method):
+    for env_id in PAPER:
+        _, cfg = _compose_cell(env_id, method)
+        assert cfg.algorithm.adv_estimator == estimator_for(method)
+
+
+def test_the_estimator_follows_the_methods_normaliser():
+    assert {name: estimator_for(name) for name in vpo_core.METHODS} == {
+        "grpo": "grpo_pop",
+        "random_w": "grpo_pop",
+        "goal_cond": "grpo_pop",
+        "multi_rlvr": "grpo_pop",
+        "vpo": "grpo_pop",
+        "max_at_k": "max_at_k",
+        "maxrl": "maxrl",
+        "gdpo": "gdpo",
+    }
+
+
+def test_m_scales_the_multi_answer_budget():
+    c = cell("maze-v1", "vpo", m=6)
+    assert (c.m, c.response_length) == (6, 2048)
+
+
+# --------------------------------------------------------------------- an env without a recipe
+@pytest.fixture
+def toy_env_ref(monkeypatch):
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))
+    return "toy_count_env:CountEnv"
+
+
+@pytest.mark.parametrize("method", ["vpo", "grpo", "gdpo", "goal_cond"])
+def test_an_env_without_a_recipe_gets_the_generic_defaults_and_composes(toy_env_ref, method):
+    c, cfg = _compose_cell(toy_env_ref, method)
+    _assert_shared(cfg)
+    assert not c.paper_recipe
+    assert cfg.actor_rollout_ref.model.path == GENERIC_MODEL
+    assert (cfg.trainer.n_gpus_per_node, cfg.data.train_batch_size, cfg.trainer.total_epochs) == (4, 128, 1)
+    assert cfg.data.max_prompt_length == 2048
+    budgets = EnvProfile().train  # the toy env declares no profile: the generic generation settings
+    multi = vpo_core.get_method(method).mode == "multi"
+    assert cfg.data.max_response_length == (budgets.max_new_tokens_multi if multi else budgets.max_new_tokens_single)
+    assert dict(cfg.data.apply_chat_template_kwargs) == {}
+    assert cfg.trainer.experiment_name == f"count-v1-{method}-n8"
+
+
+def test_an_env_without_a_recipe_runs_the_whole_cpu_path(toy_env_ref, tmp_path, tokenizer, capsys):
+    out = tmp_path / "run"
+    assert main([f"env={toy_env_ref}", "method=vpo", f"out={out}", "--dry-run"]) == 0
+    assert "vpo-core's generic defaults" in capsys.readouterr().out
+    path = export_split(tmp_path / "train.parquet", toy_env_ref, "train", "vpo")
+    row = datasets.Dataset.from_parquet(str(path))[3]
+    text = "<answer_1>3</answer_1><answer_2>5</answer_2><answer_3>4</answer_3>"
+    config = OmegaConf.create({"algorithm": {"vpo": {"seed": 1, "num_weights": 20}}})
+    manager = get_reward_manager_cls("vpo")(config, tokenizer, None)
+    result = asyncio.run(manager.run_single(_trajectory(tokenizer, row, text, "uid-1")))
+    weights = dirichlet_weights(2, 20, seed=1, key="uid-1")
+    rewards = np.array([[1.0, 1.0], [0.0, 0.8], [0.0, 0.9]])
+    assert result["reward_score"] == pytest.approx(float(np.mean((rewards @ weights.T).max(axis=0))), rel=1e-6)
+    assert set(result["reward_extra_info"]) >= {"r_0", "r_1", "best_of_m"}
+
+
+# ------------------------------------------------------------------------------------ launcher
+def test_dry_run_prints_the_summary_first_and_writes_the_full_yaml(tmp_path, capsys):
+    out = tmp_path / "musique-grpo-n24"
+    assert main(["env=musique-v1", "method=grpo", "n=24", f"out={out}", "--dry-run"]) == 0
+    printed = capsys.readouterr().out
+    lines = printed.splitlines()
+    assert lines[0].startswith("veRL run: musique-v1 x grpo (n = 24)")
+    for label, value in [
+        ("model", "Qwen/Qwen3-1.7B"),
+        ("GPUs", "4 per node x 1 node(s) = 4"),
+        ("batch", "128 prompts x 24 rollouts per step; mini-batch 64, micro-batch 8 per GPU"),
+        ("lengths", "prompt <= 4096, response <= 512 tokens (chat template: enable_thinking=False)"),
+        ("epochs", "1"),
+        ("estimator", "grpo_pop (mode single, m = 1; K = 100"),
+        ("checkpoints", f"{out / 'checkpoints'} (every 10 steps and the last; keep 2; resume auto)"),
+        ("merge", "python -m verl.model_merger merge --backend fsdp --local_dir"),
+        ("launch", "-m verl.trainer.main_ppo data.train_files="),
+    ]:
+        assert any(line.strip().startswith(label) and value in line for line in lines), (label, printed)
+    config = OmegaConf.load(out / "verl_config.yaml")
     assert config.actor_rollout_ref.rollout.n == 24
     assert config.algorithm.vpo.num_weights == 100
+    assert config.data.apply_chat_template_kwargs.enable_thinking is False
+    assert not (out / "data").exists(), "a dry run exports nothing"
+
+
+def test_trackers_write_inside_the_run_directory(tmp_path, capsys):
+    out = tmp_path / "run"
+    args = ["env=maze-v1", "method=vpo", f"out={out}", "logger=console,tensorboard,file", "--dry-run"]
+    assert main(args) == 0
+    capsys.readouterr()
+    config = OmegaConf.load(out / "verl_config.yaml")
+    assert list(config.trainer.logger) == ["console", "tensorboard", "file"]
+    env_vars = config.ray_kwargs.ray_init.runtime_env.env_vars
+    assert env_vars["TENSORBOARD_DIR"] == str(out / "tensorboard")
+    assert env_vars["VERL_FILE_LOGGER_PATH"] == str(out / "metrics.jsonl")
+
+
+def test_run_options_and_veRL_overrides_reach_the_config(tmp_path, capsys):
+    out = tmp_path / "run"
+    args = [
+        "env=lcb-v1",
+        "method=vpo",
+        f"out={out}",
+        "n_gpus=16",
+        "nnodes=2",
+        "save_freq=25",
+        "test_freq=-1",
+        "resume_mode=disable",
+        "max_ckpt_to_keep=5",
+        "seed=7",
+        "trainer.val_before_train=false",
+        "--dry-run",
+    ]
+    assert main(args) == 0
+    capsys.readouterr()
+    config = OmegaConf.load(out / "verl_config.yaml")
+    trainer = config.trainer
+    assert (trainer.n_gpus_per_node, trainer.nnodes, trainer.save_freq, trainer.test_freq) == (16, 2, 25, -1)
+    assert (trainer.resume_mode, trainer.max_actor_ckpt_to_keep, trainer.val_before_train) == ("disable", 5, False)
+    assert (config.data.seed, config.algorithm.vpo.seed) == (7, 7)
+    assert dict(config.data.apply_chat_template_kwargs) == {}  # Qwen2.5-Coder has no thinking mode
 
 
 @pytest.mark.parametrize(
@@ -112,11 +311,49 @@ def test_dry_run_prints_yaml_and_the_n24_ablation(capsys):
         (["model=/no/such/model"], "does not exist"),
         (["trainer.no_such_key=1"], "rejected the overrides"),
         (["temperature=0.5"], "unknown option 'temperature'"),
+        (["logger=console,neptune"], "unknown logger(s) ['neptune']"),
+        (["n_gpus=3"], "validate_config rejected the cell"),
+        (["n=three"], "n must be an integer"),
     ],
 )
-def test_bad_input_fails_before_launch(argv, message, capsys):
-    assert main([*argv, "--dry-run"]) == 2
+def test_bad_input_fails_before_launch(argv, message, capsys, tmp_path):
+    assert main([*argv, f"out={tmp_path}", "--dry-run"]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_help_lists_every_own_key(capsys):
+    assert main(["--help"]) == 0
+    text = capsys.readouterr().out
+    for key in ("env=", "method=", "n_gpus=", "nnodes=", "logger=", "save_freq=", "resume_mode=", "env.KEY=VALUE"):
+        assert key in text
+
+
+def test_merge_command_is_veRLs_model_merger(monkeypatch, capsys):
+    command = merge_command("runs/x/checkpoints", "runs/x/hf", step=378)
+    assert command == (
+        "python -m verl.model_merger merge --backend fsdp --local_dir runs/x/checkpoints/global_step_378/actor "
+        "--target_dir runs/x/hf"
+    )
+    from verl.model_merger.__main__ import main as merger_main  # the CLI exists with these flags
+
+    monkeypatch.setattr(sys, "argv", ["verl.model_merger", "merge", "--help"])
+    with pytest.raises(SystemExit) as info:
+        merger_main()
+    assert info.value.code == 0
+    usage = capsys.readouterr().out
+    assert all(flag in usage for flag in ("--backend", "--local_dir", "--target_dir"))
+
+
+def test_overlong_prompts_are_counted_as_veRL_counts_them(tokenizer):
+    rows = rows_for("maze-v1", "test", "vpo", env_config={"test_size": 6})
+    texts = [tokenizer.apply_chat_template(r["prompt"], add_generation_prompt=True, tokenize=False) for r in rows]
+    lengths = [len(tokenizer(text, add_special_tokens=False)["input_ids"]) for text in texts]
+    limit = max(lengths) - 1
+    report = count_overlong(rows, tokenizer, limit, {})
+    assert (report.total, report.dropped, report.longest) == (6, sum(n > limit for n in lengths), max(lengths))
+    assert report.dropped >= 1
+    assert f"{report.dropped} of 6 prompts" in report.describe()
+    assert count_overlong(rows, tokenizer, max(lengths), {}).dropped == 0
 
 
 # ---------------------------------------------------------------------------------- estimators

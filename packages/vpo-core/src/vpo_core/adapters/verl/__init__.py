@@ -2,6 +2,7 @@
 
 The only code in vpo-core that imports verl. ``plugin`` (loaded in every Ray process through the
 ``verl.plugins`` entry point) registers the ``vpo`` reward manager and the ``grpo_pop``, ``maxrl``
-and ``max_at_k`` group estimators; ``export`` writes env splits as veRL parquet; ``recipes`` holds
-the paper's per-(method × domain) settings; ``launch`` composes veRL's Hydra config and runs it.
+and ``max_at_k`` group estimators; ``export`` writes env splits as veRL parquet; ``recipes`` turns
+an env's profile (its paper recipe, or generic defaults) and a method into veRL overrides, holding only
+the settings every domain shares; ``launch`` composes veRL's Hydra config, validates it and runs it.
 """

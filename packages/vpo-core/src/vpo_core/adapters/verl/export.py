@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +12,7 @@ from vpo_core.methods import get_method
 from vpo_core.registry import make
 from vpo_core.weights import dirichlet_weights
 
-__all__ = ["export_split", "rows_for"]
+__all__ = ["OverlongReport", "count_overlong", "export_split", "load_tokenizer", "rows_for"]
 
 
 def rows_for(
@@ -81,3 +83,80 @@ def export_split(path: str | Path, env_id: str, split: str, method: str, **kwarg
     path.parent.mkdir(parents=True, exist_ok=True)
     datasets.Dataset.from_list(rows_for(env_id, split, method, **kwargs)).to_parquet(str(path))
     return path
+
+
+@dataclass(frozen=True)
+class OverlongReport:
+    """How many exported prompts veRL drops for being longer than ``data.max_prompt_length``.
+
+    Attributes:
+        total: Rows exported.
+        dropped: Rows whose chat-formatted prompt has more than `limit` tokens.
+        limit: ``data.max_prompt_length``.
+        longest: Token count of the longest prompt.
+    """
+
+    total: int
+    dropped: int
+    limit: int
+    longest: int
+
+    def describe(self) -> str:
+        """One line for the launcher's output."""
+        share = 100.0 * self.dropped / self.total if self.total else 0.0
+        verdict = "veRL drops them (data.filter_overlong_prompts=true)" if self.dropped else "none is dropped"
+        return (
+            f"{self.dropped} of {self.total} prompts ({share:.1f}%) exceed max_prompt_length {self.limit} "
+            f"(longest {self.longest} tokens); {verdict}."
+        )
+
+    def as_dict(self) -> dict[str, int]:
+        """JSON-ready fields."""
+        return {"total": self.total, "dropped": self.dropped, "limit": self.limit, "longest": self.longest}
+
+
+def _token_count(encoded: Any) -> int:
+    ids = encoded["input_ids"] if isinstance(encoded, Mapping) or hasattr(encoded, "keys") else encoded
+    if len(ids) and isinstance(ids[0], list | tuple):  # a batch of one
+        ids = ids[0]
+    return len(ids)
+
+
+def count_overlong(
+    rows: Sequence[Mapping[str, Any]], tokenizer: Any, max_prompt_length: int, chat_template_kwargs: Mapping[str, Any]
+) -> OverlongReport:
+    """Count the rows veRL's ``RLHFDataset`` filters out, measured as it measures them.
+
+    veRL tokenises ``apply_chat_template(prompt, add_generation_prompt=True, **apply_chat_template_kwargs)``
+    and keeps rows of at most ``max_prompt_length`` tokens.
+
+    Args:
+        rows: Exported rows (`rows_for`), each with a ``prompt`` chat list.
+        tokenizer: The policy's tokenizer (with its chat template).
+        max_prompt_length: ``data.max_prompt_length``.
+        chat_template_kwargs: ``data.apply_chat_template_kwargs``.
+    """
+    lengths = [
+        _token_count(
+            tokenizer.apply_chat_template(
+                list(row["prompt"]), add_generation_prompt=True, tokenize=True, **dict(chat_template_kwargs)
+            )
+        )
+        for row in rows
+    ]
+    return OverlongReport(
+        total=len(lengths),
+        dropped=sum(n > max_prompt_length for n in lengths),
+        limit=max_prompt_length,
+        longest=max(lengths, default=0),
+    )
+
+
+def load_tokenizer(model: str) -> Any | None:
+    """The tokenizer of a local model directory or a Hub id (downloaded or cached), or None if unavailable."""
+    try:
+        from transformers import AutoTokenizer
+
+        return AutoTokenizer.from_pretrained(model)
+    except Exception:  # no network, no cache, or not a model: the launcher says so and goes on
+        return None

@@ -1,23 +1,60 @@
-"""``apps/train.py engine=verl env=<id> method=<m> model=<hf id or path> [overrides…] [--dry-run]``.
+"""``apps/train.py engine=verl env=<id> method=<m> [own keys] [env.KEY=VALUE] [section.key=value] [--dry-run]``.
 
-Exports the env's splits as veRL parquet, composes veRL's own ``ppo_trainer`` Hydra config with the
-paper's settings for the (method × domain) cell (`recipes`) plus any ``section.key=value`` overrides,
-and launches ``python -m verl.trainer.main_ppo`` with them. ``--dry-run`` prints the composed config
-as YAML and exits. Every check (env, method, m, model path, config keys) happens before launch.
+Resolves the cell (env × method × n) from the env's profile (`recipes.cell`), composes veRL's own
+``ppo_trainer`` Hydra config with it plus any ``section.key=value`` overrides, and validates it with
+veRL's ``validate_config`` (batch divisibility, micro-batches), all before anything is exported or
+launched. ``--dry-run`` prints a short summary (model, GPUs, batch sizes, lengths, epochs, estimator,
+m, K, checkpoints, the launch command), writes the full composed YAML to ``<out>/verl_config.yaml``
+and exits. Otherwise the env's splits are exported as parquet under ``<out>/data``, the prompts over
+``data.max_prompt_length`` are counted (veRL drops them: ``data.filter_overlong_prompts=true``), and
+``python -m verl.trainer.main_ppo`` runs with the same overrides.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
+import json
+import os
+import shlex
 import subprocess
 import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vpo_core.methods import METHODS, get_method
+from vpo_core.adapters.verl.recipes import LOGGERS, RUN_DEFAULTS, Cell, cell, overrides
 
-__all__ = ["compose", "main"]
+__all__ = ["LaunchPlan", "compose", "main", "merge_command", "plan", "summary", "validate"]
 
-_OWN_KEYS = {"env", "method", "model", "m", "n", "n_gpus", "seed", "out", "num_weights", "alpha", "limit"}
+_INT_KEYS = {"m", "n", "n_gpus", "nnodes", "seed", "num_weights", "k", "limit", "save_freq", "test_freq"}
+_OWN_KEYS = {*_INT_KEYS, "env", "method", "model", "out", "alpha", "logger", "max_ckpt_to_keep", "resume_mode"}
+_HELP = """\
+apps/train.py engine=verl [key=value ...] [env.KEY=VALUE ...] [section.key=value ...] [--dry-run]
+
+Own keys (default):
+  env=ID               env id (maze-v1)
+  method=NAME          training method (vpo)
+  model=ID|PATH        policy model (the env's recipe; generic envs: Qwen/Qwen2.5-1.5B-Instruct)
+  m=INT                answers per completion of multi-answer methods (the method's, 3)
+  n=INT                rollouts per prompt (8; the paper's ablation: 24)
+  n_gpus=INT           GPUs per node (the env's recipe: 4, LiveCodeBench 8)
+  nnodes=INT           nodes of the Ray cluster (1)
+  seed=INT             data order and group-shared Dirichlet weights (0)
+  num_weights=INT      K, Dirichlet draws per group for VPO (100)
+  alpha=FLOAT          Dirichlet concentration (1.0)
+  k=INT                k of Max@k (max(2, n // 2))
+  out=DIR              run directory: data/, checkpoints/, verl_config.yaml (runs/verl/<env>-<method>[-n<n>])
+  logger=A,B           trackers among {loggers} (console)
+  save_freq=INT        checkpoint every INT steps and at the last step; -1 never ({save_freq})
+  test_freq=INT        validate (greedy) every INT steps and at the last step; -1 never ({test_freq})
+  max_ckpt_to_keep=INT checkpoints kept on disk ({max_ckpt_to_keep})
+  resume_mode=MODE     auto: rerun the same command to resume after a crash; disable ({resume_mode})
+  limit=INT            export only the first INT tasks of each split (smoke runs)
+env.KEY=VALUE passes KEY to the env's constructor (e.g. env.data_dir=/data/toolrl); any other
+section.key=value is a veRL override (unknown keys fail before launch).
+""".format(loggers=",".join(LOGGERS), **RUN_DEFAULTS)
 
 
 def compose(overrides: list[str]) -> Any:
@@ -45,8 +82,97 @@ def compose(overrides: list[str]) -> Any:
         ) from exc
 
 
-def _parse(argv: list[str]) -> tuple[dict[str, str], list[str], bool]:
-    own: dict[str, str] = {}
+def validate(config: Any) -> None:
+    """VeRL's own ``validate_config`` (what ``main_ppo`` runs first), with its failures as ValueError."""
+    import warnings
+
+    from verl.trainer.ppo.utils import need_critic, need_reference_policy
+    from verl.utils.config import validate_config
+
+    try:
+        # validate_config prints a success line; the launcher's summary comes first
+        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+            warnings.filterwarnings("ignore", message="Disabled critic")
+            validate_config(config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config))
+    except (AssertionError, ValueError) as exc:
+        raise ValueError(
+            f"veRL's validate_config rejected the cell: {exc}. Batch sizes must satisfy: train_batch x n divisible "
+            "by n_gpus x nnodes, and the mini-batch divisible by micro_batch x n_gpus."
+        ) from exc
+
+
+def merge_command(checkpoint_dir: str | Path, target_dir: str | Path, step: int | str = "<N>") -> str:
+    """The one command that turns a veRL FSDP checkpoint into a Hugging Face model directory."""
+    actor = Path(checkpoint_dir) / f"global_step_{step}" / "actor"
+    return (
+        f"python -m verl.model_merger merge --backend fsdp --local_dir {shlex.quote(str(actor))} "
+        f"--target_dir {shlex.quote(str(target_dir))}"
+    )
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    """A resolved, composed and validated run: what `main` prints, exports and launches."""
+
+    cell: Cell
+    out: Path
+    overrides: list[str]
+    config: Any
+    env_config: dict[str, Any]
+    options: dict[str, Any]
+
+    @property
+    def command(self) -> list[str]:
+        """The launch command."""
+        return [sys.executable, "-m", "verl.trainer.main_ppo", *self.overrides]
+
+    @property
+    def train_file(self) -> Path:
+        """Parquet of the train split."""
+        return self.out / "data" / "train.parquet"
+
+    @property
+    def val_file(self) -> Path:
+        """Parquet of the test split."""
+        return self.out / "data" / "test.parquet"
+
+    @property
+    def checkpoint_dir(self) -> Path:
+        """``trainer.default_local_dir``."""
+        return self.out / "checkpoints"
+
+    @property
+    def config_file(self) -> Path:
+        """Where the composed YAML is written."""
+        return self.out / "verl_config.yaml"
+
+
+def _value(key: str, text: str) -> Any:
+    if key in _INT_KEYS:
+        try:
+            return int(text)
+        except ValueError:
+            raise ValueError(f"{key} must be an integer, got {text!r}.") from None
+    if key == "alpha":
+        try:
+            return float(text)
+        except ValueError:
+            raise ValueError(f"alpha must be a number, got {text!r}.") from None
+    return text
+
+
+def _env_value(text: str) -> Any:
+    import yaml
+
+    try:
+        return yaml.safe_load(text) if text else ""
+    except yaml.YAMLError:
+        return text
+
+
+def _parse(argv: Sequence[str]) -> tuple[dict[str, Any], dict[str, Any], list[str], bool]:
+    own: dict[str, Any] = {}
+    env_config: dict[str, Any] = {}
     passthrough: list[str] = []
     dry_run = False
     for arg in argv:
@@ -57,15 +183,18 @@ def _parse(argv: list[str]) -> tuple[dict[str, str], list[str], bool]:
         if not sep:
             raise ValueError(f"arguments are key=value pairs or --dry-run, got {arg!r}.")
         if key in _OWN_KEYS:
-            own[key] = value
+            own[key] = _value(key, value)
+        elif key.startswith("env."):
+            env_config[key.removeprefix("env.")] = _env_value(value)
         elif "." in key.lstrip("+~"):
             passthrough.append(arg)
         else:
             raise ValueError(
-                f"unknown option {key!r}; ours are {sorted(_OWN_KEYS)}, and veRL config keys look like "
-                "section.key=value (e.g. trainer.n_gpus_per_node=4)."
+                f"unknown option {key!r}; ours are {sorted(_OWN_KEYS)}, env options look like env.KEY=VALUE "
+                "(e.g. env.data_dir=/data), and veRL config keys look like section.key=value "
+                "(e.g. trainer.n_gpus_per_node=4)."
             )
-    return own, passthrough, dry_run
+    return own, env_config, passthrough, dry_run
 
 
 def _check_model(model: str | None) -> None:
@@ -79,8 +208,128 @@ def _check_model(model: str | None) -> None:
         )
 
 
+def plan(argv: Sequence[str]) -> tuple[LaunchPlan, bool]:
+    """Parse, resolve, compose and validate; returns the plan and whether this is a dry run.
+
+    Raises:
+        ValueError: On any bad input (unknown key, env, method, m, model path, veRL key or batch size).
+        KeyError: On an unknown env id.
+    """
+    own, env_config, passthrough, dry_run = _parse(argv)
+    env_id = str(own.get("env", "maze-v1"))
+    method = str(own.get("method", "vpo"))
+    _check_model(own.get("model"))
+    c = cell(
+        env_id,
+        method,
+        m=own.get("m"),
+        n=own.get("n", 8),
+        model=own.get("model"),
+        n_gpus=own.get("n_gpus"),
+        nnodes=own.get("nnodes", RUN_DEFAULTS["nnodes"]),
+    )
+    suffix = "" if c.n == 8 else f"-n{c.n}"
+    out = Path(str(own.get("out", f"runs/verl/{c.env_id}-{c.method}{suffix}")))
+    logger = tuple(name for name in str(own.get("logger", "console")).split(",") if name)
+    options = {
+        "seed": own.get("seed", 0),
+        "num_weights": own.get("num_weights", 100),
+        "alpha": own.get("alpha", 1.0),
+        "k": own.get("k"),
+        "logger": logger,
+        "save_freq": own.get("save_freq", RUN_DEFAULTS["save_freq"]),
+        "test_freq": own.get("test_freq", RUN_DEFAULTS["test_freq"]),
+        "max_ckpt_to_keep": int(own.get("max_ckpt_to_keep", RUN_DEFAULTS["max_ckpt_to_keep"])),
+        "resume_mode": str(own.get("resume_mode", RUN_DEFAULTS["resume_mode"])),
+        "limit": own.get("limit"),
+    }
+    cell_overrides = overrides(
+        c,
+        train_files=str(out / "data" / "train.parquet"),
+        val_files=str(out / "data" / "test.parquet"),
+        checkpoint_dir=str(out / "checkpoints"),
+        **{key: value for key, value in options.items() if key != "limit"},
+    )
+    tracker_env = _tracker_env(logger, out)
+    cell_overrides += [f"+ray_kwargs.ray_init.runtime_env.env_vars.{key}={value}" for key, value in tracker_env.items()]
+    all_overrides = cell_overrides + passthrough
+    config = compose(all_overrides)
+    validate(config)
+    options["env_ref"] = env_id  # what the user named: an entry-point id or "package.module:Class"
+    return LaunchPlan(c, out, all_overrides, config, env_config, options), dry_run
+
+
+def _tracker_env(logger: Sequence[str], out: Path) -> dict[str, str]:
+    """Where offline trackers write inside the run directory (unless the user's environment says)."""
+    env: dict[str, str] = {}
+    if "tensorboard" in logger and "TENSORBOARD_DIR" not in os.environ:
+        env["TENSORBOARD_DIR"] = str(out / "tensorboard")
+    if "file" in logger and "VERL_FILE_LOGGER_PATH" not in os.environ:
+        env["VERL_FILE_LOGGER_PATH"] = str(out / "metrics.jsonl")
+    return env
+
+
+def summary(p: LaunchPlan) -> str:
+    """The short human summary printed before anything else."""
+    c = p.cell
+    chat = ", ".join(f"{k}={v}" for k, v in c.chat_template_kwargs.items()) or "none"
+    source = f"the paper recipe of {c.env_id}" if c.paper_recipe else "vpo-core's generic defaults (no recipe)"
+    vpo = f"K = {p.options['num_weights']} Dirichlet draws per group, alpha {p.options['alpha']}, seed {p.options['seed']}"
+    total = c.n_gpus * c.nnodes
+    lines = [
+        f"veRL run: {c.env_id} x {c.method} (n = {c.n}), values from {source}",
+        f"  model        {c.model}",
+        f"  GPUs         {c.n_gpus} per node x {c.nnodes} node(s) = {total}",
+        f"  batch        {c.train_batch} prompts x {c.n} rollouts per step; mini-batch {c.mini_batch}, "
+        f"micro-batch {c.micro_batch} per GPU",
+        f"  lengths      prompt <= {c.prompt_length}, response <= {c.response_length} tokens (chat template: {chat})",
+        f"  sampling     T = {c.temperature}, top-p {c.top_p}; validation greedy",
+        f"  epochs       {c.epochs}",
+        f"  estimator    {c.estimator} (mode {c.mode}, m = {c.m}; {vpo}"
+        + (f"; max@k k = {p.options['k'] or 'max(2, n // 2)'}" if c.estimator == "max_at_k" else "")
+        + ")",
+        f"  checkpoints  {p.checkpoint_dir} (every {p.options['save_freq']} steps and the last; keep "
+        f"{p.options['max_ckpt_to_keep']}; resume {p.options['resume_mode']})",
+        f"  logger       {','.join(p.options['logger'])}",
+        f"  data         {p.train_file}, {p.val_file}",
+        f"  config       {p.config_file}",
+        f"  merge        {merge_command(p.checkpoint_dir, p.out / 'hf')}",
+        f"  launch       {shlex.join(p.command)}",
+    ]
+    return "\n".join(lines)
+
+
+def _write_config(p: LaunchPlan) -> None:
+    from omegaconf import OmegaConf
+
+    p.config_file.parent.mkdir(parents=True, exist_ok=True)
+    p.config_file.write_text(OmegaConf.to_yaml(p.config))
+
+
+def _report_overlong(p: LaunchPlan, split: str, path: Path) -> None:
+    from vpo_core.adapters.verl.export import count_overlong, load_tokenizer
+
+    tokenizer = load_tokenizer(p.cell.model)
+    if tokenizer is None:
+        print(
+            f"note: could not load the tokenizer of {p.cell.model} here to count {split} prompts over "
+            f"{p.cell.prompt_length} tokens; veRL prints 'filter dataset len: N' when it drops them.",
+            file=sys.stderr,
+        )
+        return
+    import datasets
+
+    rows = datasets.Dataset.from_parquet(str(path)).to_list()
+    report = count_overlong(rows, tokenizer, p.cell.prompt_length, p.cell.chat_template_kwargs)
+    (path.parent / f"{split}_overlong.json").write_text(json.dumps(report.as_dict(), indent=2))
+    print(f"{split}: {report.describe()}", file=sys.stderr)
+
+
 def main(argv: list[str]) -> int:
-    """Run (or with ``--dry-run`` print) one paper cell on veRL."""
+    """Run (or with ``--dry-run`` summarise and write the config of) one cell on veRL."""
+    if any(a in ("-h", "--help") for a in argv):
+        print(_HELP)
+        return 0
     try:
         return _main(argv)
     except (ValueError, KeyError, FileNotFoundError) as exc:
@@ -90,52 +339,26 @@ def main(argv: list[str]) -> int:
 
 
 def _main(argv: list[str]) -> int:
-    from omegaconf import OmegaConf
-
-    import vpo_core
     from vpo_core.adapters.verl.export import export_split
-    from vpo_core.adapters.verl.recipes import DOMAINS, overrides
 
-    own, passthrough, dry_run = _parse(argv)
-    env_id = own.get("env", "maze-v1")
-    env = vpo_core.make(env_id)
-    method_name = own.get("method", "vpo")
-    if method_name not in METHODS:
-        raise ValueError(f"unknown method {method_name!r}; choose one of {sorted(METHODS)}.")
-    method = get_method(method_name)
-    m = int(own.get("m", method.m))
-    if method.mode == "multi" and m < 2:
-        raise ValueError(f"method {method_name} writes m answers per completion; m must be >= 2, got {m}.")
-    if method.mode == "single" and m != 1:
-        raise ValueError(f"method {method_name} is single-answer; m must be 1, got {m}.")
-    if env_id not in DOMAINS:
-        raise ValueError(f"no paper settings for env {env_id!r}; domains: {sorted(DOMAINS)}.")
-    _check_model(own.get("model"))
-    out = Path(own.get("out", f"runs/verl/{env_id}-{method_name}"))
-    train_file, val_file = out / "data" / "train.parquet", out / "data" / "test.parquet"
-    cell = overrides(
-        env_id,
-        method_name,
-        model=own.get("model"),
-        train_files=str(train_file),
-        val_files=str(val_file),
-        n=int(own.get("n", 8)),
-        n_gpus=int(own.get("n_gpus", 8)),
-        d=env.reward_spec.dim,
-    )
-    options = [
-        f"+algorithm.vpo.seed={int(own.get('seed', 0))}",
-        f"+algorithm.vpo.num_weights={int(own.get('num_weights', 100))}",
-        f"+algorithm.vpo.alpha={float(own.get('alpha', 1.0))}",
-        f"trainer.default_local_dir={out / 'checkpoints'}",
-    ]
-    config = compose(cell + options + passthrough)
+    p, dry_run = plan(argv)
+    print(summary(p))
+    _write_config(p)
     if dry_run:
-        print(OmegaConf.to_yaml(config))
+        print(f"dry run: wrote the composed config to {p.config_file}; nothing exported or launched.")
         return 0
-    limit = int(own["limit"]) if "limit" in own else None
-    for split, path in (("train", train_file), ("test", val_file)):
-        export_split(path, env_id, split, method_name, m=m, seed=int(own.get("seed", 0)), limit=limit)
-    command = [sys.executable, "-m", "verl.trainer.main_ppo", *cell, *options, *passthrough]
-    print("launching:", " ".join(command), file=sys.stderr)
-    return subprocess.call(command)
+    c = p.cell
+    for split, path in (("train", p.train_file), ("test", p.val_file)):
+        export_split(
+            path,
+            str(p.options["env_ref"]),
+            split,
+            c.method,
+            m=c.m,
+            seed=int(p.options["seed"]),
+            env_config=p.env_config,
+            limit=p.options["limit"],
+        )
+        _report_overlong(p, split, path)
+    print("launching:", shlex.join(p.command), file=sys.stderr)
+    return subprocess.call(p.command)
