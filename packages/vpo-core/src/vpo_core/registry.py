@@ -56,6 +56,12 @@ def _resolve_id(env_id: str, available: dict[str, EntryPoint]) -> str:
             return latest
     close = difflib.get_close_matches(env_id, list(available), n=3, cutoff=0.5)
     hint = f" Did you mean {close[0]!r}?" if close else ""
+    if (gym_name := env_id.rpartition("/")[2].lower()) in available and "/" in env_id:
+        package = available[gym_name].module.split(".")[0]
+        hint = (
+            f" {env_id!r} is a gymnasium id: use `vpo_core.make({gym_name!r})`, or with gymnasium "
+            f'`gymnasium.make("{package}:{env_id}")` (the `module:` prefix imports the package that registers it).'
+        )
     installed = ", ".join(sorted(available)) or "none"
     raise KeyError(
         f"unknown env id {env_id!r}.{hint} Installed envs: {installed}. "
