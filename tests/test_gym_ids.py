@@ -7,7 +7,6 @@ so an env package registers its ids when it is imported, and ``gymnasium.make("e
 
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
 import textwrap
@@ -61,6 +60,7 @@ def test_bare_id_needs_the_package_imported_first():
 def test_vpo_core_points_gymnasium_ids_to_the_module_form():
     import vpo_core
 
-    hint = """use `vpo_core.make('maze-v1')`, or with gymnasium `gymnasium.make("env_maze:vpo/Maze-v1")`"""
-    with pytest.raises(KeyError, match=re.escape(hint)):
+    with pytest.raises(KeyError) as excinfo:
         vpo_core.make("vpo/Maze-v1")
+    message = excinfo.value.args[0]
+    assert """use `vpo_core.make('maze-v1')`, or with gymnasium `gymnasium.make("env_maze:vpo/Maze-v1")`""" in message
