@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Hashable, Sequence
 from typing import Any
 
@@ -88,9 +90,10 @@ class MazeEnv(TextEnv[Maze, Route]):
             ValueError: If the grid is not a rectangle of known cells with one S and one E.
         """
         maze = Maze.from_text(grid, budget)
-        return Task(
-            id=f"maze-v1/custom/{abs(hash((maze.rows, budget))) % 10**12}", split="custom", index=0, payload=maze
-        )
+        # a content digest, the same in every process (Python's hash() of str is salted per process)
+        canonical = json.dumps({"budget": budget, "rows": list(maze.rows)}, sort_keys=True, separators=(",", ":"))
+        digest = hashlib.sha256(canonical.encode()).hexdigest()[:16]
+        return Task(id=f"maze-v1/custom/{digest}", split="custom", index=0, payload=maze)
 
     # ------------------------------------------------------------------------------- prompts
     def _render_prompt(self, task: Task[Maze], mode: Mode, m: int) -> list[Message]:
