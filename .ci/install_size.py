@@ -3,6 +3,7 @@
     uv run python .ci/install_size.py                      # the default `uv sync` (dev group)
     uv run python .ci/install_size.py --group verl         # plus an opt-in group
     uv run python .ci/install_size.py --venv /tmp/v/.venv  # also the installed size of that venv
+    uv run python .ci/install_size.py --package env-maze   # `pip install env-maze` alone
 
 Download sizes are the wheels uv.lock pins for this interpreter and platform (markers evaluated
 here, best-matching wheel tag), read from ``uv export --format pylock.toml``; nothing is downloaded.
@@ -46,8 +47,8 @@ def _gb(size: float) -> str:
     return f"{size / 1e9:.2f} GB" if size >= 1e8 else f"{size / 1e6:.0f} MB"
 
 
-def download_sizes(groups: Iterable[str]) -> dict[str, int]:
-    """Wheel size per package of the locked install with `groups`, for this interpreter."""
+def download_sizes(groups: Iterable[str], package: str | None = None) -> dict[str, int]:
+    """Wheel size per package of the locked install with `groups` (or of one workspace package), here."""
     command = [
         os.environ.get("UV", "uv"),
         "export",
@@ -57,6 +58,8 @@ def download_sizes(groups: Iterable[str]) -> dict[str, int]:
         "pylock.toml",
         "--no-emit-workspace",
     ]
+    if package:
+        command += ["--package", package, "--no-default-groups"]
     for group in groups:
         command += ["--group", group]
     lock = tomllib.loads(subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=True).stdout)
@@ -108,12 +111,13 @@ def main(argv: list[str] | None = None) -> int:
     """Print the download size of the locked install with the given groups (and a venv's installed size)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--group", action="append", default=[], help="dependency group added to the default ones")
+    parser.add_argument("--package", help="measure `pip install PACKAGE` (a workspace member) instead")
     parser.add_argument("--venv", type=Path, help="a virtual environment to measure on disk")
     parser.add_argument("--top", type=int, default=8, help="how many of the largest packages to name")
     args = parser.parse_args(argv)
-    groups = " + ".join(["default", *args.group])
-    report(f"download ({groups}, {sys.platform}, Python {sys.version_info[0]}.{sys.version_info[1]})",
-           download_sizes(args.group), args.top)  # fmt: skip
+    what = args.package or " + ".join(["default", *args.group])
+    here = f"{sys.platform}, Python {sys.version_info[0]}.{sys.version_info[1]}"
+    report(f"download ({what}, {here})", download_sizes(args.group, args.package), args.top)
     if args.venv:
         report(f"installed in {args.venv}", installed_sizes(args.venv), args.top)
     return 0
