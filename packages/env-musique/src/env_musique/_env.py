@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from env_musique._data import load_source_split, stratified_test
+from env_musique._data import DEFAULT_REVISION, HUB_ID, data_source, load_source_split, stratified_test
 from env_musique._profile import PROFILE
 from env_musique._reward import score_reply
 from vpo_core import Candidate, Message, Mode, RewardSpec, Task, TextEnv
@@ -70,7 +70,8 @@ class MusiqueEnv(TextEnv[MusiqueTask, str]):
     Args:
         data_dir: Folder with ``musique_ans_v1.0_train.jsonl`` / ``musique_ans_v1.0_dev.jsonl``;
             default: the Hub (``dgslibisey/MuSiQue``).
-        revision: Hub revision (default ``"main"``).
+        revision: Hub revision: a branch, tag or (for exact reproducibility) a commit.
+        hub_id: Hub dataset id (a mirror or fork with the same files).
         test_per_hop: Questions per hop count in the test split (the paper: 100, so 300 in all).
         seed: Seed of the test stratification (the paper: 42).
     """
@@ -82,14 +83,16 @@ class MusiqueEnv(TextEnv[MusiqueTask, str]):
     def __init__(
         self,
         data_dir: str | os.PathLike[str] | None = None,
-        revision: str = "main",
+        revision: str = DEFAULT_REVISION,
         test_per_hop: int = 100,
         seed: int = 42,
+        hub_id: str = HUB_ID,
     ) -> None:
         if not isinstance(test_per_hop, int) or test_per_hop < 1:
             raise ValueError(f"test_per_hop must be a positive int, got {test_per_hop!r}.")
         self.data_dir = None if data_dir is None else str(data_dir)
         self.revision = revision
+        self.hub_id = hub_id
         self.test_per_hop = test_per_hop
         self.seed = seed
         self._tasks: dict[str, list[Task[MusiqueTask]]] = {}
@@ -100,6 +103,7 @@ class MusiqueEnv(TextEnv[MusiqueTask, str]):
             "revision": self.revision,
             "test_per_hop": self.test_per_hop,
             "seed": self.seed,
+            "hub_id": self.hub_id,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -111,12 +115,16 @@ class MusiqueEnv(TextEnv[MusiqueTask, str]):
             raise ValueError(f"unknown MuSiQue split {split!r}; choose one of {list(self.splits)}.")
         if split not in self._tasks:
             if split == "train":
-                rows = load_source_split("train", self.data_dir, self.revision)
+                rows = load_source_split("train", self.data_dir, self.revision, self.hub_id)
             else:
-                validation = load_source_split("validation", self.data_dir, self.revision)
+                validation = load_source_split("validation", self.data_dir, self.revision, self.hub_id)
                 rows = stratified_test(validation, per_hop=self.test_per_hop, seed=self.seed)
             self._tasks[split] = [self._task(split, i, row) for i, row in enumerate(rows)]
         return self._tasks[split]
+
+    def data_source(self) -> dict[str, Any]:
+        """Where the data comes from (Hub id, revision, resolved commit, local files and sha256), for a run's config."""
+        return data_source(self.data_dir, self.revision, self.hub_id)
 
     @staticmethod
     def _task(split: str, index: int, row: dict[str, Any]) -> Task[MusiqueTask]:
