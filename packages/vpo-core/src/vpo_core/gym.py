@@ -3,6 +3,11 @@
 Each episode is one task and one step: `reset` returns the rendered prompt, `step` takes the model's
 completion, parses it into m candidates and scores them. Following MO-Gymnasium, the scalar reward
 is a scalarisation (best-of-m under w*) and the full reward matrix stays in ``info``.
+
+gymnasium ids: an env package registers its ids (``vpo/Maze-v1``) when it is imported, because gymnasium
+1.x has no plugin loader. ``gymnasium.make("env_maze:vpo/Maze-v1")`` (gymnasium's ``module:id`` form)
+imports the package first; a bare ``gymnasium.make("vpo/Maze-v1")`` in a process that never imported
+``env_maze`` raises ``NamespaceNotFound``.
 """
 
 from __future__ import annotations
