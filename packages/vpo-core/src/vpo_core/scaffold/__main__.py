@@ -1,0 +1,3 @@
+from vpo_core.scaffold import main
+
+raise SystemExit(main())
