@@ -184,6 +184,23 @@ def _run(*args: str | Path, cwd: Path | None = None, env: dict[str, str] | None 
     return result.stdout
 
 
+def _make_venv(venv: Path) -> list[str | Path]:
+    """A stdlib venv at `venv`; returns the pip command that installs into it.
+
+    Its own pip (ensurepip, offline) where the base Python has ensurepip; else (Debian's python3 without
+    python3-venv) a venv without pip and an outer pip ≥ 22.3 pointed at it with ``--python``.
+    """
+    base = getattr(sys, "_base_executable", sys.executable)
+    made = subprocess.run([base, "-m", "venv", venv], capture_output=True, text=True, timeout=300, check=False)
+    if made.returncode == 0:
+        return [venv / "bin" / "python", "-m", "pip"]
+    _run(base, "-m", "venv", "--without-pip", "--clear", venv)
+    for outer in ([base, "-m", "pip"], [shutil.which("pip3") or "pip"]):
+        if subprocess.run([*outer, "--version"], capture_output=True, check=False).returncode == 0:
+            return [*outer, "--python", venv / "bin" / "python"]
+    pytest.fail(f"no pip to install into a fresh venv: {base} has no ensurepip and there is no pip on PATH")
+
+
 def _fresh_venv_with(dist: str, tmp_path: Path) -> Path:
     """Build `dist` and vpo-core, make a stdlib venv, install with plain pip from the built artefacts only.
 
@@ -200,14 +217,14 @@ def _fresh_venv_with(dist: str, tmp_path: Path) -> Path:
     assert (dist_dir / f"{module}-{version}.tar.gz").is_file()
 
     venv = tmp_path / "venv"
-    _run(getattr(sys, "_base_executable", sys.executable), "-m", "venv", venv)
     python = venv / "bin" / "python"
+    pip = _make_venv(venv)
     lock = tmp_path / "pylock.toml"
     _run(uv, "export", "--frozen", "--quiet", "--package", dist, "--no-emit-workspace", "--no-default-groups",
          "--format", "pylock.toml", "--output-file", lock, cwd=ROOT)  # fmt: skip
     _run(uv, "pip", "install", "--offline", "--quiet", "--python", python, "-r", lock, cwd=tmp_path)
-    _run(python, "-m", "pip", "install", "--no-index", "--find-links", dist_dir, "--quiet", dist, cwd=tmp_path)
-    installed = _run(python, "-m", "pip", "list", "--format=json", cwd=tmp_path)
+    _run(*pip, "install", "--no-index", "--find-links", dist_dir, "--quiet", dist, cwd=tmp_path, env=_clean_env())
+    installed = _run(*pip, "list", "--format=json", cwd=tmp_path, env=_clean_env())
     versions = {p["name"]: p["version"] for p in json.loads(installed)}
     assert versions[dist] == version
     assert versions[CORE] == str(CORE_VERSION)
@@ -216,7 +233,7 @@ def _fresh_venv_with(dist: str, tmp_path: Path) -> Path:
 
 def _clean_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME"}}
-    env.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1")
+    env.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_INPUT="1")
     return env
 
 
@@ -224,7 +241,8 @@ def _clean_env() -> dict[str, str]:
 def test_env_maze_installs_standalone_with_plain_pip(tmp_path):
     venv = _fresh_venv_with("env-maze", tmp_path)
     env, python = _clean_env(), venv / "bin" / "python"
-    assert "torch" not in _run(python, "-m", "pip", "list", cwd=tmp_path, env=env)  # numpy is all it needs
+    installed = _run(python, "-c", "import importlib.metadata as m; print(sorted(d.name for d in m.distributions()))")
+    assert "torch" not in installed  # numpy (and pip) is all it needs
     prompt = _run(venv / "bin" / "env-maze", "render", "--split", "test", "--index", "0", cwd=tmp_path, env=env)
     assert len(prompt) > 100
     api = (
