@@ -14,6 +14,7 @@ from env_lcb._data import Problem, load_problems
 from env_lcb._parse import extract_code, parse_programs
 from env_lcb._profile import PROFILE
 from env_lcb._reward import pass_vectors
+from env_lcb._search import LcbSearchMixin
 from env_lcb.sandbox import Sandbox
 from vpo_core import Candidate, Message, Mode, RewardSpec, Task, TextEnv
 from vpo_core.multi_answer import render_numbered
@@ -44,7 +45,7 @@ ANSWER_MULTI = (
 )
 
 
-class LcbEnv(TextEnv[Problem, str]):
+class LcbEnv(LcbSearchMixin, TextEnv[Problem, str]):
     """Write a Python program; each test is one reward dimension (1 if it passes in the sandbox).
 
     d varies per problem (its number of tests, at most `max_tests`): `spec_for(task)` gives the

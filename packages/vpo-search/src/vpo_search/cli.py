@@ -1,0 +1,118 @@
+"""The search command line behind ``apps/search.py``."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from vpo_search.config import SearchConfig, parse_args
+
+__all__ = ["USAGE", "main"]
+
+USAGE = """Test-time search: OpenEvolve with a served checkpoint on an env's hardest problems.
+
+    uv sync --group search                # OpenEvolve (not in the default install)
+    vllm serve runs/lcb-vpo/merged --served-model-name vpo --port 8000
+    uv run apps/search.py select env_args.data_dir=DATA pools=results/eval       # which problems
+    uv run apps/search.py arm=vpo base_url=http://127.0.0.1:8000/v1 env_args.data_dir=DATA pools=results/eval
+    uv run apps/search.py arm=grpo base_url=http://127.0.0.1:8001/v1 env_args.data_dir=DATA pools=results/eval
+    uv run apps/search.py report          # JSON and figure of every arm under out= (default results/search)
+
+Commands: run (default), select, report. Options are key=value (see vpo_search.SearchConfig):
+problems=hardest|all|3,17 pools=<dirs or pool_*.npy> hardest_k=30 max_problems=32 iterations=200 m=3
+mode=multi|single budget_s=<seconds per problem> base_url= model= api_key= temperature=0.8 out=...
+Re-running the same command continues every unfinished search.
+"""
+
+
+def _fill_missing(env: Any) -> Any:
+    def evaluate_missing(root: Path, program: str) -> dict[str, Any]:
+        from vpo_search.context import load_context, register_context
+        from vpo_search.evaluator import score_program
+        from vpo_search.ledger import Ledger, program_hash
+
+        context = load_context(root)
+        if env is not None:
+            register_context(root, dataclasses.replace(context, env=env))
+        score_program(root, program)
+        return Ledger(root).evaluations()[program_hash(program)]
+
+    return evaluate_missing
+
+
+def _report(out: Path, env: Any, options: SearchConfig) -> dict[str, Any]:
+    from vpo_search.report import write_report
+
+    report = write_report(out, _fill_missing(env), title=f"{options.env} {options.split}: OpenEvolve search")
+    for name, arm in report["arms"].items():
+        count = len(arm["problems"])
+        best = arm["best_at_k"][-1] if arm["best_at_k"] else 0.0
+        print(f"{name}: {arm['solved']}/{count} solved, mean best@k {best:.3f} after {report['iterations']} iterations")
+    print(f"wrote {out / 'search.json'} and {out / 'search.png'}", file=sys.stderr)
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse options and run the command.
+
+    Returns:
+        The exit status.
+    """
+    args = sys.argv[1:] if argv is None else argv
+    if any(a in ("-h", "--help", "help") for a in args):
+        print(USAGE)
+        return 0
+    try:
+        command, options = parse_args(args)
+    except ValueError as exc:
+        raise SystemExit(str(exc)) from None
+    import vpo_core
+    from vpo_search.engine import SearchError, search_problem
+    from vpo_search.preflight import EndpointError, check_endpoint
+    from vpo_search.protocol import check_searchable
+    from vpo_search.selection import resolve_problems
+
+    out = Path(options.out)
+    try:
+        env = check_searchable(vpo_core.make(options.env, **options.env_args))
+    except (TypeError, ValueError, KeyError) as exc:
+        raise SystemExit(f"env {options.env}: {exc}") from None
+    if command == "report":
+        _report(out, env, options)
+        return 0
+    tasks = env.tasks(options.split)
+    try:
+        problems = resolve_problems(
+            env, tasks, options.problems, options.pools, k=options.hardest_k, max_problems=options.max_problems
+        )
+    except (ValueError, FileNotFoundError) as exc:
+        raise SystemExit(str(exc)) from None
+    if options.shard:
+        index, count = (int(v) for v in options.shard.split("/"))
+        problems = problems[index::count]
+    if command == "select":
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "problems.json").write_text(json.dumps([t.id for t in problems], indent=2))
+        print("\n".join(t.id for t in problems))
+        print(f"{len(problems)} problems; wrote {out / 'problems.json'}", file=sys.stderr)
+        return 0
+    try:
+        import openevolve  # noqa: F401
+    except ImportError:
+        raise SystemExit("the search needs OpenEvolve: uv sync --inexact --group search") from None
+    if not problems:
+        raise SystemExit("no problem to search (the selection is empty).")
+    try:
+        if not options.skip_preflight:
+            check_endpoint(options.base_url, options.served_model, options.api_key)
+        for number, task in enumerate(problems, start=1):
+            status = search_problem(env, task, options, out)
+            state = "solved" if status.solved else status.reason
+            print(f"[{number}/{len(problems)}] {options.arm} {task.id}: {status.calls} iterations, {state}", flush=True)
+    except (EndpointError, SearchError) as exc:
+        raise SystemExit(str(exc)) from None
+    _report(out, env, options)
+    return 0

@@ -1,0 +1,129 @@
+"""What an environment provides so that a test-time search can evolve programs against it.
+
+The env decides how a candidate program is evaluated and what the model is shown about it; the search
+knows nothing of any domain. Any `vpo_core.TextEnv` that adds `program_language`, `initial_program` and
+`evaluate_program` can be searched (env-lcb's `LcbEnv` does).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from vpo_core import Candidate, Message, Mode, RewardSpec, Task
+
+__all__ = ["ProgramEvaluation", "SearchableEnv", "check_searchable", "evaluate", "program_of"]
+
+
+@runtime_checkable
+class SearchableEnv(Protocol):
+    """A `vpo_core.TextEnv` whose answers are programs that the search can evolve.
+
+    Attributes:
+        env_id: The env's registry id.
+        program_language: Fence language of its programs (``"python"``), used in the search's prompts.
+    """
+
+    env_id: str
+    program_language: str
+
+    def initial_program(self, task: Task[Any]) -> str:
+        """The seed program of a search on `task` (a stub the model improves)."""
+        ...
+
+    def evaluate_program(self, task: Task[Any], program: str) -> tuple[ArrayLike, Sequence[str], str]:
+        """Evaluate one program.
+
+        Returns:
+            The vector reward, shape (d,); one verdict per dimension (e.g. per test); the feedback text
+            shown to the model (it must never reveal what the env keeps hidden, such as hidden tests).
+        """
+        ...
+
+    def render_prompt(self, task: Task[Any], *, mode: Mode = "single", m: int = 1) -> list[Message]:
+        """The env's chat messages for the task (the search appends its evolution context)."""
+        ...
+
+    def parse(self, task: Task[Any], completion: str, *, mode: Mode = "single", m: int = 1) -> list[Candidate[Any]]:
+        """Exactly m candidates of a completion."""
+        ...
+
+    def spec_for(self, task: Task[Any]) -> RewardSpec:
+        """The task's reward spec (w* gives the score)."""
+        ...
+
+    def is_success(self, rewards: ArrayLike, task: Task[Any] | None = None) -> NDArray[np.bool_]:
+        """Whether reward vectors solve the task (pass@k)."""
+        ...
+
+
+def check_searchable(env: object) -> SearchableEnv:
+    """`env` as a `SearchableEnv`, or a clear error naming what it lacks.
+
+    Raises:
+        TypeError: If a method or attribute of the protocol is missing.
+    """
+    needed = ("env_id", "program_language", "initial_program", "evaluate_program", "render_prompt", "parse")
+    missing = [name for name in (*needed, "spec_for", "is_success") if not hasattr(env, name)]
+    if missing:
+        raise TypeError(
+            f"{type(env).__name__} cannot be searched: it lacks {', '.join(missing)}. A searchable env is a "
+            "TextEnv with program_language, initial_program(task) and evaluate_program(task, program) -> "
+            "(rewards (d,), verdicts, feedback); see vpo_search.SearchableEnv."
+        )
+    return env  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class ProgramEvaluation:
+    """One evaluated program.
+
+    Attributes:
+        rewards: The vector reward, shape (d,).
+        verdicts: One verdict per dimension.
+        feedback: What the model is shown.
+        score: The w*-scalar divided by its maximum (in [0, 1] for rewards inside the spec's bounds).
+        success: Whether the program solves the task.
+    """
+
+    rewards: NDArray[np.float64]
+    verdicts: tuple[str, ...]
+    feedback: str
+    score: float
+    success: bool
+
+
+def evaluate(env: SearchableEnv, task: Task[Any], program: str) -> ProgramEvaluation:
+    """Evaluate a program through the env and check what it returns.
+
+    Raises:
+        TypeError: If the env returns something other than (rewards (d,), d verdicts, feedback text).
+    """
+    raw = env.evaluate_program(task, program)
+    if not isinstance(raw, tuple) or len(raw) != 3:
+        raise TypeError(f"{env.env_id}: evaluate_program must return (rewards, verdicts, feedback), got {raw!r:.200}.")
+    rewards, verdicts, feedback = raw
+    spec = env.spec_for(task)
+    r = np.asarray(rewards, dtype=np.float64)
+    if r.shape != (spec.dim,) or not np.all(np.isfinite(r)):
+        raise TypeError(f"{env.env_id}: evaluate_program's rewards must be {spec.dim} finite numbers, got {r!r:.200}.")
+    if isinstance(verdicts, str) or len(verdicts) != spec.dim or not all(isinstance(v, str) for v in verdicts):
+        raise TypeError(f"{env.env_id}: evaluate_program must give {spec.dim} string verdicts, got {verdicts!r:.200}.")
+    if not isinstance(feedback, str):
+        raise TypeError(f"{env.env_id}: evaluate_program's feedback must be text, got {type(feedback).__name__}.")
+    top = spec.max_scalar()
+    score = float(spec.scalarize(r)) / top if top > 0 else float(spec.scalarize(r))
+    return ProgramEvaluation(r, tuple(verdicts), feedback, score, bool(env.is_success(r, task)))
+
+
+def program_of(candidate: Candidate[Any]) -> str | None:
+    """The program text of a parsed candidate: its answer when that is text, else its raw text; None if empty."""
+    if candidate.answer is None:
+        return None
+    program = candidate.answer if isinstance(candidate.answer, str) else candidate.text
+    program = program.strip()
+    return program or None

@@ -1,0 +1,149 @@
+"""Which problems to search: the hardest ones of two evaluation runs, or an explicit list."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from vpo_core import Task
+from vpo_core.metrics import best_at_k, best_at_k_chains
+from vpo_search.protocol import SearchableEnv
+
+__all__ = ["hardest_problems", "load_pools", "pool_best_at_k", "resolve_problems"]
+
+
+def load_pools(paths: Sequence[str | os.PathLike[str]]) -> dict[str, NDArray[np.float64]]:
+    """The candidate pools saved by ``apps/evaluate.py`` (``pool_<name>.npy``, shape (T, n, m, d)).
+
+    Args:
+        paths: Pool files, or evaluation directories (every ``pool_*.npy`` in them).
+
+    Returns:
+        Pools by arm name (the file name without ``pool_`` and ``.npy``).
+
+    Raises:
+        FileNotFoundError: For a path that is neither a pool file nor a directory with pools.
+        ValueError: For a pool that is not 4-dimensional, or two pools with the same name.
+    """
+    pools: dict[str, NDArray[np.float64]] = {}
+    for raw in paths:
+        path = Path(raw)
+        files = sorted(path.glob("pool_*.npy")) if path.is_dir() else [path]
+        if not files or not all(f.is_file() for f in files):
+            raise FileNotFoundError(f"{path}: no pool_*.npy found; pass the pools apps/evaluate.py saved (out=).")
+        for file in files:
+            name = file.stem.removeprefix("pool_")
+            if name in pools:
+                raise ValueError(f"two pools are named {name!r} ({file}); pass each arm's pool once.")
+            pool = np.load(file)
+            if pool.ndim != 4:
+                raise ValueError(f"{file}: a pool has shape (tasks, completions, m, d), got {pool.shape}.")
+            pools[name] = pool.astype(np.float64)
+    return pools
+
+
+def pool_best_at_k(env: SearchableEnv, tasks: Sequence[Task[Any]], pool: NDArray[np.float64], k: int) -> NDArray:
+    """best@k of the normalized w*-score per task (the chain estimator when m > 1, as in evaluation).
+
+    Args:
+        env: The env (its per-task spec scalarizes).
+        tasks: The pool's T tasks, in order.
+        pool: Shape (T, n, m, d'); d' may exceed a task's d when rows were zero-padded.
+        k: Candidates.
+
+    Returns:
+        best@k per task, shape (T,).
+
+    Raises:
+        ValueError: If the pool is smaller than k or holds non-zero padding.
+    """
+    n_tasks, n, m, width = pool.shape
+    if n * m < k:
+        raise ValueError(f"a pool of {n}·{m} candidates per task cannot give best@{k}; evaluate with samples>={k}.")
+    out = np.empty(n_tasks)
+    for i, task in enumerate(tasks):
+        spec = env.spec_for(task)
+        if width < spec.dim or np.any(pool[i, ..., spec.dim :] != 0):
+            raise ValueError(
+                f"pool rows of {task.id} have {width} dims with non-zero padding; its spec has {spec.dim}."
+            )
+        scores = spec.scalarize(pool[i, ..., : spec.dim]) / max(spec.max_scalar(), 1e-12)  # (n, m)
+        out[i] = best_at_k_chains(scores, k) if m > 1 else best_at_k(scores[:, 0], k)
+    return out
+
+
+def hardest_problems(
+    env: SearchableEnv, tasks: Sequence[Task[Any]], pools: dict[str, NDArray[np.float64]], *, k: int = 30
+) -> list[Task[Any]]:
+    """The tasks on which every arm scores 0 at best@k (the paper's 32 hardest at k = 30).
+
+    Args:
+        env: The env.
+        tasks: The split's tasks; pool row i is task i (``apps/evaluate.py`` evaluates the first T).
+        pools: One pool per arm, shape (T, n, m, d).
+        k: The budget.
+
+    Returns:
+        The selected tasks, in split order.
+
+    Raises:
+        ValueError: Without pools, for pools of different T, or more rows than tasks.
+    """
+    if not pools:
+        raise ValueError("problems=hardest needs the evaluation pools of the arms: pools=<dir or pool_*.npy>,...")
+    sizes = {name: pool.shape[0] for name, pool in pools.items()}
+    if len(set(sizes.values())) != 1:
+        raise ValueError(f"the pools cover different numbers of tasks {sizes}; evaluate both arms on the same tasks.")
+    count = next(iter(sizes.values()))
+    if count > len(tasks):
+        raise ValueError(f"the pools have {count} tasks but the split has {len(tasks)}; is env_args the evaluation's?")
+    zero = np.ones(count, dtype=bool)
+    for pool in pools.values():
+        zero &= pool_best_at_k(env, tasks[:count], pool, k) <= 0.0
+    return [task for task, hard in zip(tasks[:count], zero, strict=True) if hard]
+
+
+def resolve_problems(
+    env: SearchableEnv,
+    tasks: Sequence[Task[Any]],
+    problems: str,
+    pools: Sequence[str],
+    *,
+    k: int,
+    max_problems: int | None,
+) -> list[Task[Any]]:
+    """The problems a run searches.
+
+    Args:
+        env: The env.
+        tasks: The split's tasks.
+        problems: ``hardest``, ``all``, or comma-separated task indices or task ids.
+        pools: Pool paths for ``hardest``.
+        k: best@k budget of ``hardest``.
+        max_problems: Keep the first this many (None: all).
+
+    Raises:
+        ValueError: For an index out of range or an unknown task id.
+    """
+    if problems == "hardest":
+        chosen = hardest_problems(env, tasks, load_pools(pools), k=k)
+    elif problems == "all":
+        chosen = list(tasks)
+    else:
+        by_id = {task.id: task for task in tasks}
+        chosen = []
+        for item in (p.strip() for p in problems.split(",") if p.strip()):
+            if item.lstrip("-").isdigit():
+                if not 0 <= int(item) < len(tasks):
+                    raise ValueError(f"problem index {item} is out of range: the split has {len(tasks)} tasks.")
+                chosen.append(tasks[int(item)])
+            elif item in by_id:
+                chosen.append(by_id[item])
+            else:
+                raise ValueError(f"unknown problem {item!r}: give task indices or ids such as {tasks[0].id!r}.")
+    return chosen if max_problems is None else chosen[:max_problems]

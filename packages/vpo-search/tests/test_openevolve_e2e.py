@@ -1,0 +1,160 @@
+"""End to end against the real OpenEvolve and the real sandbox, with a local OpenAI-compatible server.
+
+The server's answers are programs the test controls; the tests check the loop (m candidates per model
+call), the evaluator, what the model is shown (the first failing public test, never a hidden one), the
+bookkeeping (ledger, curves, best program), resuming, and failures of the endpoint and of the output.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("openevolve")
+
+from env_lcb import LcbEnv
+from vpo_search import Ledger, SearchError, parse_args, problem_summary, search_problem
+from vpo_search.cli import main as cli_main
+from vpo_search.engine import problem_dir
+
+pytestmark = pytest.mark.sandbox
+DATA = Path(__file__).parent / "data" / "lite"
+WRONG = "print(0)"
+PARTIAL = "print(3)"  # passes the statement's example only
+RIGHT = "a, b = map(int, input().split())\nprint(a + b)"
+HIDDEN = ("123456 654321", "777777", "40000", "40002")
+
+
+class Script:
+    """Answers from a list (the last one repeats); a callable entry raises to make the server answer 500."""
+
+    def __init__(self, *answers):
+        self.answers = list(answers)
+        self.calls = 0
+
+    def __call__(self, body):
+        answer = self.answers[min(self.calls, len(self.answers) - 1)]
+        self.calls += 1
+        if callable(answer):
+            answer()
+        return answer
+
+
+def _fail():
+    raise RuntimeError("the model is down")
+
+
+@pytest.fixture(scope="module")
+def env():
+    return LcbEnv(data_dir=DATA, source="lcb_lite", time_limit_s=2.0)
+
+
+def _options(server, tmp_path, *extra):
+    return parse_args([f"base_url={server.base_url}", "model=test-model", f"out={tmp_path}", "num_islands=1", *extra])[
+        1
+    ]
+
+
+def _user_prompts(root: Path) -> list[str]:
+    return [call["prompt"]["messages"][-1]["content"] for call in Ledger(root).completed_calls()]
+
+
+def test_search_finds_the_solution_with_feedback_and_exact_bookkeeping(
+    env, tmp_path, openai_server, no_proxy, chain_of
+):
+    script = Script(chain_of(WRONG, PARTIAL, None), chain_of("print(1)", RIGHT, "print(2)"))
+    server = openai_server(script, model="test-model")
+    task = env.tasks("test")[0]
+    status = search_problem(env, task, _options(server, tmp_path, "iterations=4"), tmp_path)
+    assert (status.calls, status.solved, status.reason) == (2, True, "solved")  # stopped when solved
+    assert len(server.requests) == 2  # one model call per search iteration, m = 3 candidates each
+    request = server.requests[0]
+    assert request["model"] == "test-model"
+    assert request["temperature"] == 0.8
+    assert "seed" in request
+    assert server.requests[0]["seed"] != server.requests[1]["seed"]
+    root = problem_dir(tmp_path, "vpo", task.id)
+    prompts = _user_prompts(root)
+    first = prompts[0]
+    assert first.startswith("### Question:\nRead two integers")  # the env's prompt...
+    assert "<response_1>...</response_1> through <response_3>" in first  # ...in its multi-answer format
+    assert "## Program to improve" in first
+    assert "# YOUR CODE HERE" in first
+    assert "First failing public test (test 0): wrong answer\nInput:\n1 2\nExpected output:\n3" in first
+    assert "Verdict per test, in order: wa wa wa" in first
+    for prompt in prompts:
+        assert not any(hidden in prompt for hidden in HIDDEN)
+    summary = problem_summary(root)
+    assert summary["pass_at_k"] == [0.0, 1.0]
+    assert summary["best_at_k"] == [pytest.approx(1 / 3), 1.0]
+    assert (summary["candidates"], summary["failed_candidates"], summary["solved_at_iteration"]) == (6, 1, 2)
+    assert summary["best"]["program"] == RIGHT
+    assert summary["best"]["verdicts"] == ["ok", "ok", "ok"]
+    calls = Ledger(root).completed_calls()
+    assert calls[0]["candidates"] == [WRONG, PARTIAL, None]
+    assert calls[0]["errors"][2] == "no code"
+    assert (root / "openevolve" / "checkpoints").is_dir()
+    # the re-run of a solved search makes no call
+    assert search_problem(env, task, _options(server, tmp_path, "iterations=4"), tmp_path).reason == "solved"
+    assert len(server.requests) == 2
+
+
+def test_resume_continues_the_search(env, tmp_path, openai_server, no_proxy, chain_of):
+    script = Script(chain_of(WRONG, PARTIAL, "print(1)"), chain_of("print(2)", "print(4)", "print(5)"))
+    server = openai_server(script, model="test-model")
+    task = env.tasks("test")[0]
+    assert search_problem(env, task, _options(server, tmp_path, "iterations=1"), tmp_path).calls == 1
+    root = problem_dir(tmp_path, "vpo", task.id)
+    checkpoints = sorted((root / "openevolve" / "checkpoints").iterdir())
+    assert checkpoints, "a round ends with a checkpoint"
+    status = search_problem(env, task, _options(server, tmp_path, "iterations=2"), tmp_path)
+    assert (status.calls, status.reason) == (2, "done")
+    assert len(server.requests) == 2  # the first iteration was not redone
+    second = _user_prompts(root)[1]
+    assert "print(3)" in second  # OpenEvolve resumed with the programs of the first run in its population
+    with pytest.raises(SearchError, match=r"other settings .*'m': \(3, 4\)"):
+        search_problem(env, task, _options(server, tmp_path, "iterations=2", "m=4"), tmp_path)
+
+
+def test_malformed_output_is_a_recorded_failed_iteration(env, tmp_path, openai_server, no_proxy):
+    server = openai_server(Script("I cannot solve this.", "<response_1>no code here</response_1>"), model="test-model")
+    task = env.tasks("test")[0]
+    status = search_problem(env, task, _options(server, tmp_path, "iterations=2"), tmp_path)
+    assert (status.calls, status.solved) == (2, False)
+    summary = problem_summary(problem_dir(tmp_path, "vpo", task.id))
+    assert summary["failed_candidates"] == 5
+    assert summary["best_at_k"] == [0.0, 0.0]
+    # the env reads an unfenced answer as the program itself: it is evaluated, and fails to compile
+    assert summary["best"]["program"] == "no code here"
+    assert summary["best"]["verdicts"] == ["ce", "ce", "ce"]
+
+
+def test_failing_endpoint_stops_with_a_clear_error_and_keeps_progress(env, tmp_path, openai_server, no_proxy, chain_of):
+    script = Script(chain_of(WRONG, PARTIAL, "print(1)"), _fail)
+    server = openai_server(script, model="test-model")
+    task = env.tasks("test")[0]
+    options = _options(server, tmp_path, "iterations=3", "retries=0", "max_consecutive_errors=2")
+    with pytest.raises(SearchError, match=r"2 model calls in a row failed .*re-run the same command to continue"):
+        search_problem(env, task, options, tmp_path)
+    root = problem_dir(tmp_path, "vpo", task.id)
+    ledger = Ledger(root)
+    assert len(ledger.completed_calls()) == 1
+    assert sum(r["kind"] == "call_error" for r in ledger.calls()) == 2
+    script.answers = [chain_of(RIGHT, None, None)]  # the endpoint is back: re-running continues
+    status = search_problem(env, task, options, tmp_path)
+    assert (status.calls, status.solved) == (2, True)
+
+
+def test_command_line_run_and_report(env, tmp_path, openai_server, no_proxy, chain_of, capsys):
+    server = openai_server(Script(chain_of(WRONG, RIGHT, None)), model="vpo")
+    args = [f"base_url={server.base_url}", f"out={tmp_path}", "env_args.source=lcb_lite", f"env_args.data_dir={DATA}"]
+    assert cli_main([*args, "problems=0", "iterations=2", "num_islands=1"]) == 0
+    assert "[1/1] vpo lcb-v1/test/0: 1 iterations, solved" in capsys.readouterr().out
+    report = json.loads((tmp_path / "search.json").read_text())
+    assert report["arms"]["vpo"]["pass_at_k"] == [1.0]
+    assert (tmp_path / "search.png").exists()
+    assert (problem_dir(tmp_path, "vpo", "lcb-v1/test/0") / "result.json").exists()
+    with pytest.raises(SystemExit, match=r"cannot reach the model endpoint http://127\.0\.0\.1:9/v1"):
+        cli_main([*args, "problems=1", "base_url=http://127.0.0.1:9/v1"])
