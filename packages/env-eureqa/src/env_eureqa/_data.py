@@ -1,56 +1,139 @@
 """Loading EUREQA (``vincentleebang/EUREQA`` on the Hugging Face Hub) and the paper's mixed split.
 
 The Hub repository holds one parquet file per split, ``data/<split>-00000-of-00001.parquet``, with
-the columns ``idx``, ``question`` (a list of sentences), ``entity_masks`` and ``entities``.
+the columns ``idx``, ``question`` (a list of sentences), ``entity_masks`` and ``entities``. Rows are
+checked field by field (`vpo_core.data.DataError` names file, row and field); local files are read
+from disk on every load, never from the ``datasets`` cache.
 The paper's split (seed 0): shuffle ``questions_hard_5``, train = all of ``questions_normal_5`` then
 the first half of the shuffled hard rows (428 + 681 = 1,109), test = the other half (682).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-__all__ = ["HUB_ID", "load_source_split", "mixed_split"]
+from vpo_core.data import (
+    DataError,
+    RowReader,
+    check_type,
+    file_record,
+    hf_download_command,
+    hub_commit,
+    load_hub_split,
+    read_parquet,
+    report_filtered,
+)
+
+__all__ = ["DEFAULT_REVISION", "HUB_ID", "build_splits", "data_source", "load_source_split", "mixed_split"]
 
 HUB_ID = "vincentleebang/EUREQA"
+DEFAULT_REVISION = "main"
+"""No commit of ``vincentleebang/EUREQA`` could be looked up offline; `data_source` records the commit
+the cache resolved ``main`` to. Pass ``revision=<commit>`` to pin one."""
 NORMAL, HARD = "questions_normal_5", "questions_hard_5"
+MIN_MASKS = 6
+ROW_FORMAT = "a EUREQA row {idx: int64, question: list<string>, entity_masks: list<string>, entities: list<string>}"
+_log = logging.getLogger("env_eureqa")
 
 
-def _how_to_get(detail: str) -> str:
+def _file(data_dir: str | os.PathLike[str], name: str) -> Path:
+    return Path(data_dir).expanduser() / "data" / f"{name}-00000-of-00001.parquet"
+
+
+def _how_to_get(detail: str, hub_id: str = HUB_ID, revision: str = DEFAULT_REVISION) -> str:
     return (
-        f"EUREQA data not available ({detail}). Either let `datasets` download it from the Hub "
-        f"(`{HUB_ID}`, needs network; `huggingface-cli download {HUB_ID} --repo-type dataset --local-dir eureqa`), "
-        "or pass data_dir=<folder> holding the Hub layout data/questions_normal_5-00000-of-00001.parquet and "
-        "data/questions_hard_5-00000-of-00001.parquet (vpo_core.make('eureqa-v1', data_dir='eureqa'))."
+        f"EUREQA data not available ({detail}). Either let `datasets` download it from the Hub (`{hub_id}`, needs "
+        "network), or pass data_dir=<folder> holding the Hub layout data/questions_normal_5-00000-of-00001.parquet "
+        f"and data/questions_hard_5-00000-of-00001.parquet, e.g. after `{hf_download_command(hub_id, revision, 'eureqa')}`"
+        ": vpo_core.make('eureqa-v1', data_dir='eureqa')."
     )
 
 
-def load_source_split(name: str, data_dir: str | os.PathLike[str] | None, revision: str) -> list[dict[str, Any]]:
-    """Rows of one upstream split (e.g. ``questions_hard_5``) in Hub order.
+def load_source_split(
+    name: str, data_dir: str | os.PathLike[str] | None, revision: str, hub_id: str = HUB_ID
+) -> list[dict[str, Any]]:
+    """Rows of one upstream split (e.g. ``questions_hard_5``) in Hub order, checked against the upstream format.
 
     Raises:
         FileNotFoundError: If the local file is missing, or the Hub cannot be reached without one.
+        DataError: If the file is empty, truncated, not parquet, or a row has a missing or mistyped field.
     """
-    import datasets
-
     if data_dir is not None:
-        path = Path(data_dir).expanduser() / "data" / f"{name}-00000-of-00001.parquet"
+        path = _file(data_dir, name)
         if not path.is_file():
-            raise FileNotFoundError(_how_to_get(f"{path} does not exist"))
-        dataset = datasets.load_dataset("parquet", data_files={name: str(path)}, split=name)
+            raise FileNotFoundError(_how_to_get(f"{path} does not exist", hub_id, revision))
+        raw, source = read_parquet(path, expected=ROW_FORMAT), str(path)
     else:
-        try:
-            dataset = datasets.load_dataset(HUB_ID, split=name, revision=revision)
-        except (ConnectionError, OSError, ValueError) as exc:  # offline, or the Hub unreachable
-            raise FileNotFoundError(_how_to_get(f"loading {HUB_ID} failed: {type(exc).__name__}: {exc}")) from exc
-    missing = {"idx", "question", "entity_masks", "entities"} - set(dataset.column_names)
-    if missing:
-        raise ValueError(f"the {name} split lacks the EUREQA columns {sorted(missing)}.")
-    return list(dataset)
+        raw = load_hub_split(
+            hub_id, split=name, revision=revision, how_to_get=lambda detail: _how_to_get(detail, hub_id, revision)
+        )
+        source = f"{hub_id}@{revision} ({name})"
+    if not raw:
+        raise DataError(f"{source} has no rows; expected {ROW_FORMAT} rows.")
+    return [_checked(RowReader(row, source, i, ROW_FORMAT)) for i, row in enumerate(raw)]
+
+
+def _checked(row: RowReader) -> dict[str, Any]:
+    out: dict[str, Any] = {"idx": row.get("idx", int, "an integer")}
+    for field in ("question", "entity_masks", "entities"):
+        values = row.get(field, list, "a list of strings")
+        for j, value in enumerate(values):
+            check_type(value, str, lambda p, f=field, j=j: row.fail(f"{f}[{j}]", p, "a string"))
+        out[field] = values
+    return out
+
+
+def build_splits(
+    normal: list[dict[str, Any]], hard: list[dict[str, Any]], *, seed: int
+) -> tuple[dict[str, list[tuple[str, dict[str, Any]]]], dict[str, int]]:
+    """The paper's split of the usable rows, and how many rows each source lost to the filter.
+
+    A row is usable when it has at least six masks and six entities (the sixth, F, is the revealed
+    leaf); others are skipped, counted and logged.
+
+    Returns:
+        ``{"train": [(source, row), ...], "test": [...]}`` and ``{source: skipped rows}``.
+
+    Raises:
+        DataError: If a split ends up empty.
+    """
+    kept: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    skipped: dict[str, int] = {}
+    for source, rows in ((NORMAL, normal), (HARD, hard)):
+        kept[source] = [(source, r) for r in rows if min(len(r["entity_masks"]), len(r["entities"])) >= MIN_MASKS]
+        skipped[source] = len(rows) - len(kept[source])
+        report_filtered(
+            _log, f"EUREQA {source}", len(rows), {f"with fewer than {MIN_MASKS} masks or entities": skipped[source]}
+        )
+    splits = mixed_split(kept[NORMAL], kept[HARD], seed=seed)  # type: ignore[arg-type]
+    for split, items in splits.items():
+        if not items:
+            raise DataError(
+                f"the EUREQA {split} split is empty: {NORMAL} has {len(kept[NORMAL])} usable rows "
+                f"({skipped[NORMAL]} skipped) and {HARD} {len(kept[HARD])} ({skipped[HARD]} skipped); a usable row "
+                f"has at least {MIN_MASKS} entity_masks and entities, and test needs at least 2 usable {HARD} rows."
+            )
+    return splits, skipped
+
+
+def data_source(data_dir: str | None, revision: str, hub_id: str = HUB_ID) -> dict[str, Any]:
+    """Where the rows come from, for a run's config: Hub id, revision and resolved commit, local files."""
+    files = []
+    if data_dir is not None:
+        files = [file_record(p) for p in (_file(data_dir, n) for n in (NORMAL, HARD)) if p.is_file()]
+    return {
+        "env_id": "eureqa-v1",
+        "hub_id": hub_id,
+        "revision": revision,
+        "commit": None if data_dir is not None else hub_commit(hub_id, revision),
+        "data_dir": data_dir,
+        "files": files,
+    }
 
 
 def mixed_split(

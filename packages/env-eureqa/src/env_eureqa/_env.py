@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from env_eureqa._data import HARD, NORMAL, load_source_split, mixed_split
+from env_eureqa._data import DEFAULT_REVISION, HARD, HUB_ID, NORMAL, build_splits, data_source, load_source_split
 from env_eureqa._profile import PROFILE
 from env_eureqa._prompts import multi_prompt, single_prompt
 from env_eureqa._reward import LETTERS, parse_entities, score_entities
@@ -52,20 +52,34 @@ class EureqaEnv(TextEnv[EureqaTask, tuple[str, ...]]):
         data_dir: Folder with the Hub layout (``data/<split>-00000-of-00001.parquet``); default: the Hub.
         revision: Hub revision to load (default ``"main"``; pin a commit for exact reproducibility).
         seed: Seed of the hard-split shuffle (the paper: 0).
+        hub_id: Hub dataset id (a mirror or fork with the same files).
     """
 
     env_id = "eureqa-v1"
     reward_spec = EUREQA_SPEC
     profile = PROFILE
 
-    def __init__(self, data_dir: str | os.PathLike[str] | None = None, revision: str = "main", seed: int = 0) -> None:
+    def __init__(
+        self,
+        data_dir: str | os.PathLike[str] | None = None,
+        revision: str = DEFAULT_REVISION,
+        seed: int = 0,
+        hub_id: str = HUB_ID,
+    ) -> None:
         self.data_dir = None if data_dir is None else str(data_dir)
         self.revision = revision
         self.seed = seed
+        self.hub_id = hub_id
+        self.filtered: dict[str, int] = {}
+        """Rows skipped per upstream split (fewer than six masks or entities), known once tasks are loaded."""
         self._splits: dict[str, list[Task[EureqaTask]]] | None = None
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"data_dir": self.data_dir, "revision": self.revision, "seed": self.seed}
+        return {"data_dir": self.data_dir, "revision": self.revision, "seed": self.seed, "hub_id": self.hub_id}
+
+    def data_source(self) -> dict[str, Any]:
+        """Where the data comes from (Hub id, revision, resolved commit, local files and sha256), for a run's config."""
+        return data_source(self.data_dir, self.revision, self.hub_id)
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(**state)  # type: ignore[misc]
@@ -75,11 +89,9 @@ class EureqaEnv(TextEnv[EureqaTask, tuple[str, ...]]):
         if split not in self.splits:
             raise ValueError(f"unknown EUREQA split {split!r}; choose one of {list(self.splits)}.")
         if self._splits is None:
-            normal = [(NORMAL, r) for r in load_source_split(NORMAL, self.data_dir, self.revision)]
-            hard = [(HARD, r) for r in load_source_split(HARD, self.data_dir, self.revision)]
-            normal = [item for item in normal if _usable(item[1])]
-            hard = [item for item in hard if _usable(item[1])]
-            rows = mixed_split(normal, hard, seed=self.seed)  # type: ignore[arg-type]
+            normal = load_source_split(NORMAL, self.data_dir, self.revision, self.hub_id)
+            hard = load_source_split(HARD, self.data_dir, self.revision, self.hub_id)
+            rows, self.filtered = build_splits(normal, hard, seed=self.seed)
             self._splits = {
                 name: [self._task(name, i, source, row) for i, (source, row) in enumerate(items)]
                 for name, items in rows.items()
@@ -135,7 +147,3 @@ class EureqaEnv(TextEnv[EureqaTask, tuple[str, ...]]):
             f"<entity_{letter}>{e}</entity_{letter}>" for letter, e in zip(LETTERS, task.payload.entities, strict=True)
         )
         return body if mode == "single" else render_numbered("response", [body] * m)
-
-
-def _usable(row: dict[str, Any]) -> bool:
-    return len(row["entity_masks"]) >= 6 and len(row["entities"]) >= 6
