@@ -28,7 +28,7 @@ from vpo_core.adapters.local.policy import build_tokenizer  # noqa: E402
 from vpo_core.adapters.verl import plugin  # noqa: E402
 from vpo_core.adapters.verl.export import count_overlong, export_split, rows_for  # noqa: E402
 from vpo_core.adapters.verl.launch import compose, main, merge_command, validate  # noqa: E402
-from vpo_core.adapters.verl.recipes import GENERIC_MODEL, cell, estimator_for, overrides  # noqa: E402
+from vpo_core.adapters.verl.recipes import GENERIC_MODEL, SHARED, cell, estimator_for, overrides  # noqa: E402
 from vpo_core.adapters.verl.reward import score_trajectory  # noqa: E402
 from vpo_core.advantages import (  # noqa: E402
     gdpo_advantages,
@@ -532,3 +532,34 @@ def test_exported_parquet_loads_through_RLHFDataset(tmp_path, tokenizer, method)
     if method == "vpo":
         assert "<route_3>" in item["raw_prompt"][-1]["content"]
     assert json.loads(item["reward_model"]["ground_truth"]) == {"task_id": "maze-v1/test/1"}
+
+
+# ---------------------------------------------------------------------------------- README table
+README = Path(__file__).resolve().parents[2] / "README_verl.md"
+
+
+@pytest.mark.parametrize("env_id", sorted(PAPER))
+def test_the_readme_table_lists_every_recipe_value_with_its_source(env_id):
+    text = README.read_text()
+    section = text.split(f"### `{env_id}`", 1)[1].split("###", 1)[0]
+    recipe = resolve_env_class(env_id).profile.recipe
+    rows = {line.split("|")[1].strip(): line.split("|")[2:-1] for line in section.splitlines() if line.startswith("| ")}
+    for name, label in [
+        ("model", "`actor_rollout_ref.model.path`"),
+        ("n_gpus", "`trainer.n_gpus_per_node`"),
+        ("train_batch", "`data.train_batch_size`"),
+        ("mini_batch", "`actor.ppo_mini_batch_size`"),
+        ("prompt_length", "`data.max_prompt_length`, single-answer"),
+        ("response_single", "`data.max_response_length`, single-answer"),
+        ("response_multi", "`data.max_response_length`, multi-answer (m = 3)"),
+        ("epochs", "`trainer.total_epochs`"),
+    ]:
+        value, source = (cell_text.strip() for cell_text in rows[label])
+        assert value == str(getattr(recipe, name)), (env_id, name)
+        assert source == recipe.sources[name], (env_id, name)
+
+
+def test_the_readme_lists_every_shared_override():
+    text = README.read_text()
+    for override, source in SHARED:
+        assert f"| `{override}` | {source} |" in text
