@@ -209,7 +209,7 @@ def test_loader_reads_a_train_file_of_the_same_schema_and_splits_are_independent
 
 def test_offline_without_data_says_how_to_get_it(monkeypatch):
     monkeypatch.delenv("VPO_TOOLRL_DIR", raising=False)
-    with pytest.raises(FileNotFoundError, match=r"(?s)curl -L -o toolrl/train.parquet .*data_dir.*VPO_TOOLRL_DIR"):
+    with pytest.raises(FileNotFoundError, match=r"(?s)curl -fL -o toolrl/train.parquet .*data_dir.*VPO_TOOLRL_DIR"):
         ToolRLEnv().tasks("test")
     monkeypatch.setenv("VPO_TOOLRL_DIR", str(DATA))
     assert len(ToolRLEnv().tasks("test")) == 80

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from env_toolrl._data import load_rows
+from env_toolrl._data import DEFAULT_REVISION, data_source, load_rows
 from env_toolrl._parse import ToolCall, parse_reply
 from env_toolrl._profile import PROFILE
 from env_toolrl._reward import score_reply
@@ -64,18 +64,25 @@ class ToolRLEnv(TextEnv[ToolTask, str]):
     Args:
         data_dir: Folder holding the upstream ``train.parquet`` / ``test.parquet`` (default:
             ``$VPO_TOOLRL_DIR``). A missing file is an error only when its split is asked for.
+        revision: Git ref of ``qiancheng0/ToolRL`` the files come from (used in the download
+            command and recorded by `data_source`).
     """
 
     env_id = "toolrl-v1"
     reward_spec = TOOLRL_SPEC
     profile = PROFILE
 
-    def __init__(self, data_dir: str | os.PathLike[str] | None = None) -> None:
+    def __init__(self, data_dir: str | os.PathLike[str] | None = None, revision: str = DEFAULT_REVISION) -> None:
         self.data_dir = None if data_dir is None else str(data_dir)
+        self.revision = revision
         self._tasks: dict[str, list[Task[ToolTask]]] = {}
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"data_dir": self.data_dir}
+        return {"data_dir": self.data_dir, "revision": self.revision}
+
+    def data_source(self) -> dict[str, Any]:
+        """Where the data comes from (upstream repository and ref, local files and sha256), for a run's config."""
+        return data_source(self.data_dir, self.revision)
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(**state)  # type: ignore[misc]
@@ -83,7 +90,7 @@ class ToolRLEnv(TextEnv[ToolTask, str]):
     def tasks(self, split: str) -> list[Task[ToolTask]]:
         """The rows of a split (3,920 train / 80 test upstream), in file order."""
         if split not in self._tasks:
-            rows = load_rows(split, self.data_dir)
+            rows = load_rows(split, self.data_dir, self.revision)
             self._tasks[split] = [self._task(split, i, row) for i, row in enumerate(rows)]
         return self._tasks[split]
 

@@ -188,8 +188,10 @@ class RowReader:
 
 
 def check_type(value: Any, kinds: type | tuple[type, ...], error: Callable[[str], DataError]) -> Any:
-    """`value` if it is an instance of `kinds` (a bool is not an int), else raise ``error(problem)``."""
+    """`value` if it is an instance of `kinds` (a bool is not an int; None is "missing"), else raise ``error(problem)``."""
     kinds = kinds if isinstance(kinds, tuple) else (kinds,)
+    if value is None and type(None) not in kinds:
+        raise error("missing")
     if isinstance(value, bool) and bool not in kinds:
         raise error(f"a bool ({value!r})")
     if not isinstance(value, kinds):
