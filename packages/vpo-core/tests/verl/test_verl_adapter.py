@@ -314,10 +314,12 @@ def test_run_options_and_veRL_overrides_reach_the_config(tmp_path, capsys):
         (["logger=console,neptune"], "unknown logger(s) ['neptune']"),
         (["n_gpus=3"], "validate_config rejected the cell"),
         (["n=three"], "n must be an integer"),
+        (["env.data_dir=/x"], "pass env=ID (installed: "),
     ],
 )
 def test_bad_input_fails_before_launch(argv, message, capsys, tmp_path):
-    assert main([*argv, f"out={tmp_path}", "--dry-run"]) == 2
+    env = [] if any(a.startswith("env") for a in argv) else ["env=maze-v1"]
+    assert main([*env, *argv, f"out={tmp_path}", "--dry-run"]) == 2
     assert message in capsys.readouterr().err
 
 

@@ -34,7 +34,7 @@ _HELP = """\
 apps/train.py engine=verl [key=value ...] [env.KEY=VALUE ...] [section.key=value ...] [--dry-run]
 
 Own keys (default):
-  env=ID               env id (maze-v1)
+  env=ID               env id, required (vpo_core.list_envs(); or package.module:Class)
   method=NAME          training method (vpo)
   model=ID|PATH        policy model (the env's recipe; generic envs: Qwen/Qwen2.5-1.5B-Instruct)
   m=INT                answers per completion of multi-answer methods (the method's, 3)
@@ -52,7 +52,7 @@ Own keys (default):
   max_ckpt_to_keep=INT checkpoints kept on disk ({max_ckpt_to_keep})
   resume_mode=MODE     auto: rerun the same command to resume after a crash; disable ({resume_mode})
   limit=INT            export only the first INT tasks of each split (smoke runs)
-env.KEY=VALUE passes KEY to the env's constructor (e.g. env.data_dir=/data/toolrl); any other
+env.KEY=VALUE passes KEY to the env's constructor (e.g. env.data_dir=/data/mine); any other
 section.key=value is a veRL override (unknown keys fail before launch).
 """.format(loggers=",".join(LOGGERS), **RUN_DEFAULTS)
 
@@ -216,7 +216,11 @@ def plan(argv: Sequence[str]) -> tuple[LaunchPlan, bool]:
         KeyError: On an unknown env id.
     """
     own, env_config, passthrough, dry_run = _parse(argv)
-    env_id = str(own.get("env", "maze-v1"))
+    if "env" not in own:
+        from vpo_core.registry import list_envs
+
+        raise ValueError(f"pass env=ID (installed: {', '.join(list_envs()) or 'none'}).")
+    env_id = str(own["env"])
     method = str(own.get("method", "vpo"))
     _check_model(own.get("model"))
     c = cell(
