@@ -158,3 +158,34 @@ def test_command_line_run_and_report(env, tmp_path, openai_server, no_proxy, cha
     assert (problem_dir(tmp_path, "vpo", "lcb-v1/test/0") / "result.json").exists()
     with pytest.raises(SystemExit, match=r"cannot reach the model endpoint http://127\.0\.0\.1:9/v1"):
         cli_main([*args, "problems=1", "base_url=http://127.0.0.1:9/v1"])
+
+
+def test_single_answer_mode_makes_m_requests_per_iteration(env, tmp_path, openai_server, no_proxy):
+    answers = Script(f"```python\n{WRONG}\n```", f"```python\n{PARTIAL}\n```")
+    server = openai_server(answers, model="test-model")
+    task = env.tasks("test")[0]
+    status = search_problem(env, task, _options(server, tmp_path, "iterations=1", "mode=single", "m=2"), tmp_path)
+    assert status.calls == 1
+    assert len(server.requests) == 2
+    assert server.requests[0]["seed"] != server.requests[1]["seed"]
+    prompt = server.requests[0]["messages"][-1]["content"]
+    assert "### Answer: (use the provided format with backticks)" in prompt
+    assert "Write 1 new solution that fix" in prompt
+    calls = Ledger(problem_dir(tmp_path, "vpo", task.id)).completed_calls()
+    assert calls[0]["candidates"] == [WRONG, PARTIAL]
+
+
+def test_time_budget_stops_the_search(env, tmp_path, openai_server, no_proxy, chain_of):
+    import time
+
+    def slow(body):
+        time.sleep(0.4)
+        return chain_of(WRONG, WRONG, WRONG)
+
+    server = openai_server(slow, model="test-model")
+    task = env.tasks("test")[0]
+    start = time.time()
+    status = search_problem(env, task, _options(server, tmp_path, "iterations=200", "budget_s=3"), tmp_path)
+    assert status.reason == "budget"
+    assert status.calls < 200
+    assert time.time() - start < 30

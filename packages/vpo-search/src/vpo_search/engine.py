@@ -30,7 +30,7 @@ from typing import Any
 from vpo_search.config import SearchConfig
 from vpo_search.context import SearchContext, forget_context, register_context
 from vpo_search.evaluator import EVALUATOR_TEMPLATE
-from vpo_search.ledger import Ledger
+from vpo_search.ledger import Ledger, program_hash
 from vpo_search.protocol import SearchableEnv
 
 __all__ = ["RunStatus", "SearchError", "build_openevolve_config", "problem_dir", "search_problem", "user_template"]
@@ -96,7 +96,7 @@ def user_template(env: SearchableEnv, task: Any, mode: str, m: int) -> tuple[str
     Returns:
         (system message, user template).
     """
-    messages = env.render_prompt(task, mode=mode, m=m)
+    messages = env.render_prompt(task, mode=mode, m=m if mode == "multi" else 1)
     system = "\n\n".join(msg["content"] for msg in messages if msg["role"] == "system")
     user = "\n\n".join(msg["content"].rstrip() for msg in messages if msg["role"] != "system")
     escaped = user.replace("{", "{{").replace("}", "}}")
@@ -288,12 +288,9 @@ def _solved(ledger: Ledger) -> bool:
     evaluations = ledger.evaluations()
     for call in ledger.completed_calls():
         for program in call["candidates"]:
-            if program is not None:
-                from vpo_search.ledger import program_hash
-
-                record = evaluations.get(program_hash(program))
-                if record is not None and record["success"]:
-                    return True
+            record = None if program is None else evaluations.get(program_hash(program))
+            if record is not None and record["success"]:
+                return True
     return False
 
 
@@ -338,6 +335,8 @@ def search_problem(env: SearchableEnv, task: Any, options: SearchConfig, out: Pa
                 f"{options.arm} on {task.id}: {abort['error']}. The {len(ledger.completed_calls())} iterations done "
                 f"are saved in {root}; fix the endpoint and re-run the same command to continue."
             )
+        if deadline is not None and time.time() > deadline:
+            return RunStatus(len(ledger.completed_calls()), _solved(ledger), "budget")
         if len(ledger.completed_calls()) == done:
             errors = [r["error"] for r in records if r.get("kind") == "call_error"]
             hint = (
