@@ -189,3 +189,29 @@ def test_time_budget_stops_the_search(env, tmp_path, openai_server, no_proxy, ch
     assert status.reason == "budget"
     assert status.calls < 200
     assert time.time() - start < 30
+
+
+def test_a_failing_evaluation_reaches_openevolve_without_its_cause(env, tmp_path):
+    import dataclasses
+    import traceback
+
+    from vpo_search.context import SearchContext, register_context
+    from vpo_search.evaluator import EvaluationFailed, evaluate_file
+
+    class Leaky(LcbEnv):
+        def evaluate_program(self, task, program):  # type: ignore[override]
+            raise RuntimeError(f"harness failed near {HIDDEN[1]}")
+
+    task = env.tasks("test")[0]
+    context = SearchContext(Leaky(), task, "multi", 3, 1, 0, 5, "vpo")
+    register_context(tmp_path, dataclasses.replace(context))
+    program = tmp_path / "p.py"
+    program.write_text("print(3)")
+    with pytest.raises(EvaluationFailed) as failure:
+        evaluate_file(tmp_path, str(program))
+    shown = "".join(traceback.format_exception(failure.value))  # what OpenEvolve would put in the prompt
+    assert HIDDEN[1] not in shown
+    assert "RuntimeError" in shown
+    errors = [line for line in Ledger(tmp_path).evals_path.read_text().splitlines() if "eval_error" in line]
+    assert len(errors) == 1
+    assert HIDDEN[1] in errors[0]  # the cause is kept where the model cannot see it

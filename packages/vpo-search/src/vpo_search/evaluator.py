@@ -16,7 +16,7 @@ from vpo_search.context import load_context
 from vpo_search.ledger import Ledger, program_hash
 from vpo_search.protocol import ProgramEvaluation, evaluate
 
-__all__ = ["EVALUATOR_TEMPLATE", "evaluate_file", "score_program"]
+__all__ = ["EVALUATOR_TEMPLATE", "EvaluationFailed", "evaluate_file", "score_program"]
 
 EVALUATOR_TEMPLATE = '''"""OpenEvolve evaluator of one vpo-search run (generated; edit the options, not this file)."""
 
@@ -28,6 +28,15 @@ STATE_DIR = {state_dir!r}
 def evaluate(program_path):
     return evaluate_file(STATE_DIR, program_path)
 '''
+
+
+class EvaluationFailed(RuntimeError):
+    """The evaluation itself failed; the cause is in the ledger, not in this message.
+
+    OpenEvolve shows an evaluator's exception and traceback to the model in the next prompt, and the
+    cause of an env failure may quote what the model must not see (a hidden test's output), so only
+    the exception's type crosses over.
+    """
 
 
 def score_program(root: str | os.PathLike[str], program: str) -> ProgramEvaluation:
@@ -63,7 +72,12 @@ def evaluate_file(root: str | os.PathLike[str], program_path: str) -> Any:
     from openevolve.evaluation_result import EvaluationResult
 
     program = Path(program_path).read_text(encoding="utf-8")
-    result = score_program(root, program)
+    try:
+        result = score_program(root, program)
+    except Exception as exc:
+        raise EvaluationFailed(
+            f"the evaluation itself failed ({type(exc).__name__}); this says nothing about the program"
+        ) from None
     return EvaluationResult(
         metrics={"combined_score": result.score, "success": float(result.success)},
         artifacts={"test_feedback": result.feedback},
