@@ -6,23 +6,58 @@
   ``<config>/<split>-NNNNN-of-NNNNN.parquet`` with the README's ``configs:`` YAML.
 * ``code_generation_lite`` jsonl files (``test*.jsonl``): public + private tests, the private ones
   possibly base64 → zlib → pickle → JSON. Split by ``contest_date`` (test: from 2024-08-01).
+
+Every row is checked against its upstream format: a defect raises `vpo_core.data.DataError` naming
+the file (or Hub split), the row and the field. Rows without any test are skipped, counted and
+logged; a split left empty is an error. Local files are read from disk on every load (never from
+the ``datasets`` cache), and pickled private tests are unpickled with no class allowed (only the
+JSON string the format stores), so a crafted file cannot run code.
 """
 
 from __future__ import annotations
 
 import base64
+import binascii
+import io
 import json
+import logging
 import os
 import pickle
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["HUB_ID", "Problem", "load_problems"]
+from vpo_core.data import (
+    DataError,
+    RowReader,
+    file_record,
+    hf_download_command,
+    hub_commit,
+    load_hub_split,
+    read_jsonl,
+    read_parquet,
+    report_filtered,
+)
+
+__all__ = ["DEFAULT_REVISION", "HUB_ID", "Problem", "data_source", "load_problems"]
 
 HUB_ID = "agentica-org/DeepCoder-Preview-Dataset"
+DEFAULT_REVISION = "main"
+"""No commit of the DeepCoder dataset could be looked up offline; `data_source` records the commit the
+cache resolved ``main`` to. Pass ``revision=<commit>`` to pin one."""
 TRAIN_CONFIGS = ("primeintellect", "taco", "lcbv5")
+DEEPCODER_FORMAT = (
+    "a DeepCoder row {problem: string, tests: JSON string of [{input, output, testtype|type, fn_name?}] or "
+    "{inputs: [...], outputs: [...], fn_name?}, starter_code?, metadata?: JSON {func_name}, solutions?}"
+)
+LITE_FORMAT = (
+    "a code_generation_lite row {question_id, question_content, contest_date: 'YYYY-MM-DDTHH:MM:SS', starter_code, "
+    "public_test_cases: JSON list of {input, output, testtype}, private_test_cases: the same JSON or "
+    "base64(zlib(pickle(JSON))), metadata: JSON {func_name}}"
+)
+_log = logging.getLogger("env_lcb")
 
 
 @dataclass(frozen=True)
@@ -37,27 +72,39 @@ class Problem:
     solution: str | None
 
 
-def _json(value: Any) -> Any:
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except json.JSONDecodeError:
-            return value
-    return value
+def _json_field(row: RowReader, field: str, expected: str, *, default: Any = ...) -> Any:
+    """A field stored as a JSON string (or already decoded by the reader)."""
+    value = row.get(field, (str, list, dict), expected, default=default)
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except (ValueError, RecursionError) as exc:
+        raise row.fail(field, f"a string that is not valid JSON ({exc})", expected) from exc
 
 
 def _as_text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
+def _decoded(value: Any) -> Any:
+    """A JSON string decoded, anything else (or a string that is not JSON) unchanged."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except (ValueError, RecursionError):
+        return value
+
+
 def _functional_io(args: Any, output: Any) -> tuple[str, str]:
     """Argument list → LCB functional input (one JSON value per line); a one-element list output is unwrapped."""
-    args = _json(args)
+    args = _decoded(args)
     if isinstance(args, str):
         text_in = args
     else:
         text_in = "\n".join(json.dumps(a) for a in (args if isinstance(args, list) else [args]))
-    output = _json(output)
+    output = _decoded(output)
     if isinstance(output, list) and len(output) == 1:
         output = output[0]
     return text_in, json.dumps(output)
@@ -71,69 +118,142 @@ def _select(tests: list[tuple[str, str]], max_tests: int) -> tuple[tuple[str, st
     return tuple(tests[i] for i in sorted(keep))
 
 
-def _from_deepcoder(config: str, index: int, row: dict[str, Any], max_tests: int) -> Problem | None:
-    raw = _json(row["tests"])
-    metadata = _json(row.get("metadata") or {}) or {}
+def _from_deepcoder(config: str, index: int, row: RowReader, max_tests: int) -> Problem | None:
+    raw = _json_field(row, "tests", "a JSON list of tests or a TACO {inputs, outputs} object")
+    metadata = _json_field(row, "metadata", "a JSON object {func_name}", default={})
     fn_name = metadata.get("func_name") if isinstance(metadata, dict) else None
     tests: list[tuple[str, str]] = []
     if isinstance(raw, dict):  # TACO: {"inputs": [...], "outputs": [...], "fn_name"?}
         fn_name = raw.get("fn_name") or fn_name
-        for args, out in zip(raw.get("inputs", []), raw.get("outputs", []), strict=False):
+        inputs, outputs = raw.get("inputs", []), raw.get("outputs", [])
+        if not isinstance(inputs, list) or not isinstance(outputs, list) or len(inputs) != len(outputs):
+            raise row.fail(
+                "tests", "a TACO object whose inputs/outputs are not two lists of one length", DEEPCODER_FORMAT
+            )
+        for args, out in zip(inputs, outputs, strict=True):
             tests.append(_functional_io(args, out) if fn_name else (_as_text(args), _as_text(out)))
-    else:
-        for test in raw or []:
+    elif isinstance(raw, list):
+        for j, test in enumerate(raw):
+            if not isinstance(test, dict) or "input" not in test or "output" not in test:
+                raise row.fail(
+                    f"tests[{j}]", f"a {type(test).__name__} without input/output", "an object {input, output}"
+                )
             kind = test.get("testtype") or test.get("type") or ""
             fn_name = test.get("fn_name") or fn_name
-            if kind in ("functional", "function_call") or (fn_name and kind != "stdin" and kind != "stdin_stdout"):
+            if kind in ("functional", "function_call") or (fn_name and kind not in ("stdin", "stdin_stdout")):
                 if kind == "functional":
                     tests.append((_as_text(test["input"]), _as_text(test["output"])))
                 else:
                     tests.append(_functional_io(test["input"], test["output"]))
             else:
                 tests.append((_as_text(test["input"]), _as_text(test["output"])))
+    else:
+        raise row.fail(
+            "tests", f"JSON of type {type(raw).__name__}", "a list of tests or a TACO {inputs, outputs} object"
+        )
     if not tests:
         return None
-    solutions = _json(row.get("solutions") or [])
-    solution = solutions[0] if isinstance(solutions, list) and solutions else None
+    if fn_name is not None and not isinstance(fn_name, str):
+        raise row.fail("metadata.func_name", f"a {type(fn_name).__name__}", "a function name string")
+    solutions = _json_field(row, "solutions", "a JSON list of programs", default=[])
+    solution = solutions[0] if isinstance(solutions, list) and solutions and isinstance(solutions[0], str) else None
     return Problem(
         pid=f"{config}/{index}",
-        question=str(row["problem"]),
-        starter_code=str(row.get("starter_code") or ""),
+        question=row.get("problem", str, "the problem statement as a string"),
+        starter_code=row.get("starter_code", str, "a string", default=""),
         tests=_select(tests, max_tests),
         fn_name=fn_name,
         solution=solution,
     )
 
 
-def _private_tests(value: str) -> list[dict[str, Any]]:
+class _NoClasses(pickle.Unpickler):
+    """Unpickles plain values only: a pickle that names any class or function is refused."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        raise pickle.UnpicklingError(f"refusing to load {module}.{name}: the format stores a plain JSON string")
+
+
+def _private_tests(row: RowReader) -> list[Any]:
+    field, expected = "private_test_cases", "a JSON list of tests, or base64(zlib(pickle(that JSON string)))"
+    value = row.get(field, str, expected)
     try:
         return json.loads(value)
-    except json.JSONDecodeError:
-        return json.loads(pickle.loads(zlib.decompress(base64.b64decode(value.encode()))))
+    except (ValueError, RecursionError):
+        pass
+    try:
+        unpickled = _NoClasses(io.BytesIO(zlib.decompress(base64.b64decode(value.encode(), validate=True)))).load()
+        return json.loads(unpickled)
+    except (binascii.Error, zlib.error, pickle.UnpicklingError, EOFError, TypeError, ValueError, RecursionError) as exc:
+        raise row.fail(
+            field, f"neither JSON nor base64/zlib/pickle/JSON ({type(exc).__name__}: {exc})", expected
+        ) from exc
 
 
-def _from_lite(index: int, row: dict[str, Any], max_tests: int) -> Problem:
-    tests = json.loads(row["public_test_cases"]) + _private_tests(row["private_test_cases"])
-    metadata = _json(row.get("metadata") or "{}") or {}
+def _from_lite(index: int, row: RowReader, max_tests: int) -> Problem | None:
+    public = _json_field(row, "public_test_cases", "a JSON list of {input, output, testtype}")
+    private = _private_tests(row)
+    tests = []
+    for field, items in (("public_test_cases", public), ("private_test_cases", private)):
+        if not isinstance(items, list):
+            raise row.fail(field, f"JSON of type {type(items).__name__}", "a list of {input, output, testtype}")
+        for j, test in enumerate(items):
+            if not isinstance(test, dict) or "input" not in test or "output" not in test:
+                raise row.fail(
+                    f"{field}[{j}]", f"a {type(test).__name__} without input/output", "an object {input, output}"
+                )
+            tests.append(test)
+    if not tests:
+        return None
+    metadata = _json_field(row, "metadata", "a JSON object {func_name}", default={})
     fn_name = metadata.get("func_name") if isinstance(metadata, dict) else None
-    pairs = [(str(t["input"]), str(t["output"])) for t in tests]
     return Problem(
-        pid=f"lcb/{row.get('question_id', index)}",
-        question=str(row["question_content"]),
-        starter_code=str(row.get("starter_code") or ""),
-        tests=_select(pairs, max_tests),
-        fn_name=fn_name if tests and tests[0].get("testtype") == "functional" else None,
+        pid=f"lcb/{row.get('question_id', (str, int), 'a string', default=index)}",
+        question=row.get("question_content", str, "the problem statement as a string"),
+        starter_code=row.get("starter_code", str, "a string", default=""),
+        tests=_select([(str(t["input"]), str(t["output"])) for t in tests], max_tests),
+        fn_name=fn_name if tests[0].get("testtype") == "functional" and isinstance(fn_name, str) else None,
         solution=None,
     )
 
 
-def _how_to_get(detail: str) -> str:
-    return (
-        f"code problems not available ({detail}). Either let `datasets` download DeepCoder from the Hub (`{HUB_ID}`, "
-        f"needs network; `huggingface-cli download {HUB_ID} --repo-type dataset --local-dir deepcoder`), or pass "
-        "data_dir=<folder> with the Hub layout (<config>/<split>-*.parquet and README.md), or source='lcb_lite' "
-        "with data_dir holding LiveCodeBench code_generation_lite test*.jsonl files."
+def _contest_date(row: RowReader) -> str:
+    value = row.row.get("contest_date")
+    if value is None:
+        raise row.fail("contest_date", "missing", "an ISO date string 'YYYY-MM-DDTHH:MM:SS'")
+    text = value.isoformat() if hasattr(value, "isoformat") else value
+    if not isinstance(text, str) or len(text) < 10 or text[4] != "-" or text[7] != "-":
+        raise row.fail("contest_date", f"{value!r}", "an ISO date string 'YYYY-MM-DDTHH:MM:SS'")
+    return text[:10]
+
+
+def _how_to_get(detail: str, hub_id: str = HUB_ID, revision: str = DEFAULT_REVISION) -> str:
+    command = hf_download_command(
+        hub_id, revision, "deepcoder", include=("README.md", "lcbv5/*", "primeintellect/*", "taco/*")
     )
+    return (
+        f"code problems not available ({detail}). Either let `datasets` download DeepCoder from the Hub (`{hub_id}`, "
+        f"needs network), or pass data_dir=<folder> with the Hub layout (<config>/<split>-*.parquet), e.g. after "
+        f"`{command}`, or source='lcb_lite' with data_dir holding LiveCodeBench code_generation_lite test*.jsonl files."
+    )
+
+
+def _deepcoder_rows(
+    config: str, split: str, data_dir: str | os.PathLike[str] | None, revision: str, hub_id: str
+) -> Iterator[tuple[str, int, Any]]:
+    """(source, row number, row) of one DeepCoder config and split, local files in name order."""
+    if data_dir is None:
+        rows = load_hub_split(
+            hub_id, name=config, split=split, revision=revision, how_to_get=lambda d: _how_to_get(d, hub_id, revision)
+        )
+        yield from ((f"{hub_id}@{revision} ({config}/{split})", i, row) for i, row in enumerate(rows))
+        return
+    folder = Path(data_dir).expanduser()
+    files = sorted((folder / config).glob(f"{split}-*.parquet"))
+    if not files:
+        raise FileNotFoundError(_how_to_get(f"no {config}/{split}-*.parquet in {folder}", hub_id, revision))
+    for path in files:
+        yield from ((str(path), i, row) for i, row in enumerate(read_parquet(path, expected=DEEPCODER_FORMAT)))
 
 
 def load_problems(
@@ -142,43 +262,93 @@ def load_problems(
     source: str,
     data_dir: str | os.PathLike[str] | None,
     max_tests: int,
-    revision: str = "main",
+    revision: str = DEFAULT_REVISION,
     lite_test_from: str = "2024-08-01",
+    hub_id: str = HUB_ID,
+    filtered: dict[str, int] | None = None,
 ) -> list[Problem]:
     """The problems of a split.
+
+    Args:
+        split: ``"train"`` or ``"test"``.
+        source: ``"deepcoder"`` or ``"lcb_lite"``.
+        data_dir: Local folder, or None for the Hub (DeepCoder only).
+        max_tests: Tests kept per problem (the smallest).
+        revision: Hub revision of DeepCoder.
+        lite_test_from: First ``contest_date`` of the lite test split.
+        hub_id: Hub id of DeepCoder.
+        filtered: If given, receives the number of rows skipped per reason.
 
     Raises:
         ValueError: For an unknown split or source.
         FileNotFoundError: When the data cannot be found, saying how to provide it.
+        DataError: When a file or row does not have the upstream format, or the split is empty.
     """
     if split not in ("train", "test"):
         raise ValueError(f"unknown LCB split {split!r}; choose train or test.")
-    import datasets
-
+    skipped = {"without tests": 0}
+    problems: list[Problem] = []
     if source == "lcb_lite":
         if data_dir is None:
-            raise FileNotFoundError(_how_to_get("source='lcb_lite' needs data_dir"))
-        files = sorted(str(p) for p in Path(data_dir).expanduser().glob("test*.jsonl"))
+            raise FileNotFoundError(_how_to_get("source='lcb_lite' needs data_dir", hub_id, revision))
+        files = sorted(Path(data_dir).expanduser().glob("test*.jsonl"))
         if not files:
-            raise FileNotFoundError(_how_to_get(f"no test*.jsonl in {data_dir}"))
-        rows = list(datasets.load_dataset("json", data_files={"rows": files}, split="rows"))
-        chosen = [r for r in rows if (str(r["contest_date"])[:10] >= lite_test_from) == (split == "test")]
-        return [_from_lite(i, r, max_tests) for i, r in enumerate(chosen)]
-    if source != "deepcoder":
+            raise FileNotFoundError(_how_to_get(f"no test*.jsonl in {data_dir}", hub_id, revision))
+        total = 0
+        where = f"contest_date {'>=' if split == 'test' else '<'} {lite_test_from}"
+        for path in files:
+            for i, raw in enumerate(read_jsonl(path, expected=LITE_FORMAT)):
+                row = RowReader(raw, str(path), i, LITE_FORMAT)
+                total += 1
+                if (_contest_date(row) >= lite_test_from) != (split == "test"):
+                    continue
+                problem = _from_lite(len(problems), row, max_tests)
+                if problem is None:
+                    skipped["without tests"] += 1
+                else:
+                    problems.append(problem)
+        what = f"the lcb_lite {split} split ({where}) of {', '.join(map(str, files))}"
+    elif source == "deepcoder":
+        configs = [("lcbv5", "test")] if split == "test" else [(c, "train") for c in TRAIN_CONFIGS]
+        total = 0
+        for config, hub_split in configs:
+            rows = _deepcoder_rows(config, hub_split, data_dir, revision, hub_id)
+            for index, (where_from, i, raw) in enumerate(rows):
+                total += 1
+                problem = _from_deepcoder(config, index, RowReader(raw, where_from, i, DEEPCODER_FORMAT), max_tests)
+                if problem is None:
+                    skipped["without tests"] += 1
+                else:
+                    problems.append(problem)
+        what = f"the DeepCoder {split} split ({', '.join(f'{c}/{s}' for c, s in configs)})"
+    else:
         raise ValueError(f"unknown source {source!r}; choose deepcoder or lcb_lite.")
-    configs = [("lcbv5", "test")] if split == "test" else [(c, "train") for c in TRAIN_CONFIGS]
-    problems: list[Problem] = []
-    for config, hub_split in configs:
-        try:
-            path = str(Path(data_dir).expanduser()) if data_dir is not None else HUB_ID
-            kwargs = {} if data_dir is not None else {"revision": revision}
-            dataset = datasets.load_dataset(path, name=config, split=hub_split, **kwargs)
-        except (ConnectionError, OSError, ValueError) as exc:
-            raise FileNotFoundError(
-                _how_to_get(f"loading {config}/{hub_split} failed: {type(exc).__name__}: {exc}")
-            ) from exc
-        for i, row in enumerate(dataset):
-            problem = _from_deepcoder(config, i, row, max_tests)
-            if problem is not None:
-                problems.append(problem)
+    report_filtered(_log, what, total, skipped)
+    if filtered is not None:
+        filtered.update(skipped)
+    if not problems:
+        raise DataError(
+            f"{what} has no problems: {total} rows read, {skipped['without tests']} without tests; "
+            "every problem needs at least one test ({input, output})."
+        )
     return problems
+
+
+def data_source(
+    source: str, data_dir: str | None, revision: str = DEFAULT_REVISION, hub_id: str = HUB_ID
+) -> dict[str, Any]:
+    """Where the problems come from, for a run's config: Hub id, revision and resolved commit, local files."""
+    files: list[dict[str, Any]] = []
+    if data_dir is not None:
+        folder = Path(data_dir).expanduser()
+        paths = folder.glob("test*.jsonl") if source == "lcb_lite" else folder.glob("*/*.parquet")
+        files = [file_record(p) for p in sorted(paths)]
+    return {
+        "env_id": "lcb-v1",
+        "source": source,
+        "hub_id": hub_id if source == "deepcoder" else None,
+        "revision": revision if source == "deepcoder" else None,
+        "commit": hub_commit(hub_id, revision) if source == "deepcoder" and data_dir is None else None,
+        "data_dir": data_dir,
+        "files": files,
+    }

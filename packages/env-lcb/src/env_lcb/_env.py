@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from env_lcb._data import Problem, load_problems
+from env_lcb._data import DEFAULT_REVISION, HUB_ID, Problem, data_source, load_problems
 from env_lcb._parse import extract_code, parse_programs
 from env_lcb._profile import PROFILE
 from env_lcb._reward import pass_vectors
@@ -59,7 +59,8 @@ class LcbEnv(LcbSearchMixin, TextEnv[Problem, str]):
         max_tests: Tests kept per problem (the paper: 32, the smallest by size).
         time_limit_s: CPU seconds per test.
         workers: Sandbox workers (at most one per core).
-        revision: Hub revision of DeepCoder.
+        revision: Hub revision of DeepCoder (a branch, tag or, for exact reproducibility, a commit).
+        hub_id: Hub id of DeepCoder (a mirror or fork with the same layout).
     """
 
     env_id = "lcb-v1"
@@ -73,7 +74,8 @@ class LcbEnv(LcbSearchMixin, TextEnv[Problem, str]):
         max_tests: int = MAX_TESTS,
         time_limit_s: float = 6.0,
         workers: int = 1,
-        revision: str = "main",
+        revision: str = DEFAULT_REVISION,
+        hub_id: str = HUB_ID,
     ) -> None:
         if source not in ("deepcoder", "lcb_lite"):
             raise ValueError(f"source must be deepcoder or lcb_lite, got {source!r}.")
@@ -86,7 +88,10 @@ class LcbEnv(LcbSearchMixin, TextEnv[Problem, str]):
             "time_limit_s": float(time_limit_s),
             "workers": int(workers),
             "revision": revision,
+            "hub_id": hub_id,
         }
+        self.filtered: dict[str, dict[str, int]] = {}
+        """Rows skipped per split and reason (problems without tests), known once the split is loaded."""
         self._tasks: dict[str, list[Task[Problem]]] = {}
         self._sandbox: Sandbox | None = None
 
@@ -112,12 +117,20 @@ class LcbEnv(LcbSearchMixin, TextEnv[Problem, str]):
                 data_dir=self.config["data_dir"],
                 max_tests=self.config["max_tests"],
                 revision=self.config["revision"],
+                hub_id=self.config["hub_id"],
+                filtered=self.filtered.setdefault(split, {}),
             )
             self._tasks[split] = [
                 Task(id=f"lcb-v1/{split}/{i}", split=split, index=i, payload=p, metadata={"pid": p.pid})
                 for i, p in enumerate(problems)
             ]
         return self._tasks[split]
+
+    def data_source(self) -> dict[str, Any]:
+        """Where the problems come from (Hub id, revision, resolved commit, local files and sha256), for a run's config."""
+        return data_source(
+            self.config["source"], self.config["data_dir"], self.config["revision"], self.config["hub_id"]
+        )
 
     def spec_for(self, task: Task[Problem]) -> RewardSpec:
         """``tc_0..tc_{d-1}`` for the task's d tests, w* = the mean."""
