@@ -181,6 +181,8 @@ class RowReader:
         if field not in self.row or self.row[field] is None:
             if default is not ...:
                 return default
+            if field in self.row:
+                raise self.fail(field, "missing (null)", expected)
             present = ", ".join(sorted(map(str, self.row))) or "none"
             raise self.fail(field, f"missing (fields present: {present})", expected)
         value = self.row[field]

@@ -1,0 +1,124 @@
+"""vpo_core.data: untrusted files give errors naming file/line/field; the Hub fails fast when unreachable."""
+
+from __future__ import annotations
+
+import time
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from vpo_core import data
+from vpo_core.data import (
+    DataError,
+    RowReader,
+    hf_download_command,
+    hub_commit,
+    load_hub_split,
+    read_jsonl,
+    read_parquet,
+)
+
+
+def test_read_jsonl_names_the_line(tmp_path):
+    path = tmp_path / "rows.jsonl"
+    path.write_text('{"a": 1}\n\n{"a": 2}\n')
+    assert read_jsonl(path, expected="{a}") == [{"a": 1}, {"a": 2}]
+    path.write_text('{"a": 1}\n{"a": ')
+    with pytest.raises(DataError, match=r"rows.jsonl, line 2: not valid JSON .*truncated.*expected one JSON object"):
+        read_jsonl(path, expected="{a}")
+    path.write_text('{"a": 1}\n"text"\n{"a": 3}\n')
+    with pytest.raises(DataError, match=r"rows.jsonl, line 2: a JSON str, expected an object \(\{a\}\)"):
+        read_jsonl(path, expected="{a}")
+    path.write_bytes(b'{"a": 1}\n{"a": "\xff"}\n')
+    with pytest.raises(DataError, match=r"rows.jsonl, line 2: not UTF-8"):
+        read_jsonl(path, expected="{a}")
+    path.write_text("  \n")
+    with pytest.raises(DataError, match=r"rows.jsonl is empty"):
+        read_jsonl(path, expected="{a}")
+    path.write_text('{"a": ' + "9" * 5000 + "}\n")
+    with pytest.raises(DataError, match=r"line 1: not valid JSON \(Exceeds the limit"):
+        read_jsonl(path, expected="{a}")
+    with pytest.raises(FileNotFoundError):
+        read_jsonl(tmp_path / "absent.jsonl", expected="{a}")
+
+
+def test_read_parquet_errors(tmp_path):
+    path = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"a": [1, 2]}), path)
+    assert read_parquet(path, expected="{a}") == [{"a": 1}, {"a": 2}]
+    path.write_bytes(path.read_bytes()[:-10])
+    with pytest.raises(DataError, match=r"t.parquet is not a readable parquet file"):
+        read_parquet(path, expected="{a}")
+    path.write_text("a,b\n1,2\n")
+    with pytest.raises(DataError, match=r"t.parquet is not a readable parquet file"):
+        read_parquet(path, expected="{a}")
+
+
+def test_row_reader_names_source_row_and_field():
+    row = RowReader({"n": 3, "flag": True, "s": None}, "f.jsonl", 7, "{n: int, s: str}")
+    assert row.get("n", int, "an integer") == 3
+    assert row.get("s", str, "a string", default="x") == "x"
+    with pytest.raises(DataError, match=r"^f.jsonl, row 7, field 'flag': a bool \(True\); expected an integer\.$"):
+        row.get("flag", int, "an integer")
+    with pytest.raises(DataError, match=r"f.jsonl, row 7, field 'name': missing \(fields present: flag, n, s\)"):
+        row.get("name", str, "a string")
+    with pytest.raises(DataError, match=r"f.jsonl, row 7, field 's': missing \(null\); expected a string"):
+        row.get("s", str, "a string")
+    with pytest.raises(DataError, match=r"f.jsonl, row 2: a list, expected an object \(\{n\}\)"):
+        RowReader([1], "f.jsonl", 2, "{n}")
+
+
+def test_download_command_and_cached_commit(tmp_path, monkeypatch):
+    assert hf_download_command("o/d", "v2", "out", include=("a/*",)) == (
+        "hf download o/d --repo-type dataset --revision v2 --include 'a/*' --local-dir out"
+    )
+    sha = "a" * 40
+    assert hub_commit("o/d", sha) == sha
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+    assert hub_commit("o/d", "main") is None
+    ref = tmp_path / "datasets--o--d" / "refs" / "main"
+    ref.parent.mkdir(parents=True)
+    ref.write_text("b" * 40)
+    assert hub_commit("o/d", "main") == "b" * 40
+
+
+def _how(detail: str) -> str:
+    return f"no data ({detail}); use `hf download ...` or data_dir=<folder>"
+
+
+def test_an_unreachable_hub_fails_in_seconds_with_the_fix(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "0")
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
+    start = time.perf_counter()
+    with pytest.raises(
+        FileNotFoundError, match=r"the Hub \(http://127.0.0.1:9\) cannot be reached.*HF_HUB_OFFLINE=1.*hf download"
+    ):
+        load_hub_split("o/d", split="train", revision="main", how_to_get=_how)
+    assert time.perf_counter() - start < 5
+
+
+def test_offline_mode_set_after_import_is_honoured_and_restored(monkeypatch, tmp_path):
+    import datasets.config
+    from huggingface_hub import constants
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path))
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", False)  # as if the flag came after the import
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    start = time.perf_counter()
+    with pytest.raises(FileNotFoundError, match=r"in offline mode \(HF_HUB_OFFLINE=1\).*data_dir=<folder>"):
+        load_hub_split("o/d", split="train", revision="main", how_to_get=_how)
+    assert time.perf_counter() - start < 10
+    assert datasets.config.HF_HUB_OFFLINE is False
+    assert constants.HF_HUB_OFFLINE is False
+
+
+def test_a_proxy_is_probed_instead_of_the_endpoint(monkeypatch):
+    monkeypatch.setenv("HF_ENDPOINT", "https://hub.invalid")
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    assert "127.0.0.1:9" in data.hub_unreachable_reason(timeout_s=1.0)
