@@ -4,6 +4,11 @@ It checks the promises of the protocol on a handful of tasks per split: determin
 splits, prompts in both modes, total parsing (garbage, empty, truncated and huge text) into exactly m
 candidates, finite in-bounds deterministic rewards, zero reward for empty completions, oracle
 completions that succeed, and pickling (Ray ships envs between processes).
+
+Parsers are also fuzzed with hostile completions built from the env's own markers (the tags and code
+fences of its rendered prompt and reference completion, see `adversarial_completions`): huge numbers,
+hundreds of thousands of unmatched opening tags, deep nesting, NUL bytes and lone surrogates. Each
+must parse and score within a time bound, so a parser quadratic in its input fails the check.
 """
 
 from __future__ import annotations
