@@ -215,3 +215,36 @@ def test_a_failing_evaluation_reaches_openevolve_without_its_cause(env, tmp_path
     errors = [line for line in Ledger(tmp_path).evals_path.read_text().splitlines() if "eval_error" in line]
     assert len(errors) == 1
     assert HIDDEN[1] in errors[0]  # the cause is kept where the model cannot see it
+
+
+def test_ctrl_c_stops_the_search_keeps_its_state_and_a_rerun_continues(
+    env, tmp_path, openai_server, no_proxy, chain_of
+):
+    import os
+    import signal
+    import threading
+    import time
+
+    def slow(body):
+        time.sleep(0.3)
+        return chain_of(WRONG, WRONG, WRONG)
+
+    server = openai_server(slow, model="test-model")
+    task = env.tasks("test")[0]
+    root = problem_dir(tmp_path, "vpo", task.id)
+
+    def interrupt_after_the_first_call():
+        deadline = time.time() + 60
+        while time.time() < deadline and not (root.exists() and Ledger(root).completed_calls()):
+            time.sleep(0.05)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt_after_the_first_call, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt, match="stopped by a signal"):
+        search_problem(env, task, _options(server, tmp_path, "iterations=50"), tmp_path)
+    done = len(Ledger(root).completed_calls())
+    assert 1 <= done < 50
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handlers are given back
+    server.answer = lambda body: chain_of(RIGHT, None, None)
+    status = search_problem(env, task, _options(server, tmp_path, "iterations=50"), tmp_path)
+    assert (status.solved, status.calls) == (True, done + 1)

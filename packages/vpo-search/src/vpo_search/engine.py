@@ -265,23 +265,29 @@ async def _round(config: Any, root: Path, iterations: int, deadline: float | Non
         if type(handler) is logging.StreamHandler:
             handler.setLevel(logging.WARNING)
     ledger = Ledger(root)
+    _, offset = ledger.calls_after(0)
     run = asyncio.ensure_future(controller.run(iterations=iterations, checkpoint_path=checkpoint))
     stopping = False
     while not run.done():
         await asyncio.wait({run}, timeout=0.25)
         if stopping or run.done():
             continue
-        aborted = any(r.get("kind") == "abort" and r["time"] >= started for r in ledger.calls())
+        records, offset = ledger.calls_after(offset)
+        aborted = any(r.get("kind") == "abort" and r["time"] >= started for r in records)
         if aborted or (deadline is not None and time.time() > deadline):
             stopping = True
             if controller.parallel_controller is not None:
                 controller.parallel_controller.request_shutdown()
     await run
+    # OpenEvolve 0.4 answers the first SIGINT/SIGTERM with a graceful stop and arms a forcing handler
+    interrupted = getattr(signal.getsignal(signal.SIGINT), "__name__", "") == "force_exit_handler"
     iteration = controller.database.last_iteration
     if iteration > 0:
         path = root / "openevolve" / "checkpoints" / f"checkpoint_{iteration}"
         controller.database.save(str(path), iteration)
         _prune_checkpoints(root)
+    if interrupted:
+        raise KeyboardInterrupt(f"the search was stopped by a signal; its state is saved in {root}: re-run to continue")
 
 
 def _solved(ledger: Ledger) -> bool:

@@ -90,6 +90,22 @@ class Ledger:
         """Every record of ``calls.jsonl``, in order."""
         return _read(self.calls_path)
 
+    def calls_after(self, offset: int) -> tuple[list[dict[str, Any]], int]:
+        """The complete ``calls.jsonl`` records written after byte `offset`, and the offset to read on from."""
+        if not self.calls_path.exists():
+            return [], offset
+        with open(self.calls_path, "rb") as handle:
+            handle.seek(offset)
+            data = handle.read()
+        end = data.rfind(b"\n") + 1  # a line still being written is read next time
+        records = []
+        for line in data[:end].splitlines():
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+        return records, offset + end
+
     def completed_calls(self) -> list[dict[str, Any]]:
         """The successful model calls, in order (one search iteration each)."""
         return [r for r in self.calls() if r.get("kind") == "call"]
