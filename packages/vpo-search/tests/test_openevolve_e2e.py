@@ -248,3 +248,19 @@ def test_ctrl_c_stops_the_search_keeps_its_state_and_a_rerun_continues(
     server.answer = lambda body: chain_of(RIGHT, None, None)
     status = search_problem(env, task, _options(server, tmp_path, "iterations=50"), tmp_path)
     assert (status.solved, status.calls) == (True, done + 1)
+
+
+def test_openevolve_config(tmp_path):
+    from vpo_search.engine import build_openevolve_config
+
+    options = parse_args(["base_url=http://127.0.0.1:1/v1", "model=m", "iterations=7", "checkpoint_every=2"])[1]
+    config = build_openevolve_config(options, tmp_path, "system text", "python")
+    assert not config.diff_based_evolution  # the env's format asks for whole programs
+    assert config.database.max_snapshot_artifacts is None  # every parent's feedback reaches the prompt
+    assert not config.prompt.artifact_security_filter  # test inputs are not redacted
+    assert config.max_tasks_per_child is not None  # spawned workers, not forked ones
+    assert (config.early_stopping_patience, config.early_stopping_metric) == (-1, "success")
+    assert (config.max_iterations, config.checkpoint_interval) == (21, 6)  # OpenEvolve iterations: m per call
+    (model,) = config.llm.models
+    assert (model.name, model.api_base, model.temperature, model.top_p) == ("m", "http://127.0.0.1:1/v1", 0.8, 1.0)
+    assert model.init_client.args == (str(tmp_path),)

@@ -60,6 +60,8 @@ class CandidateFeed:
         self._queue: deque[str | None] = deque()
         self._failures = 0
         self._aborted: str | None = None
+        self._calls = 0  # successful calls in the ledger up to byte _offset (any process's)
+        self._offset = 0
 
     def _llm(self) -> Any:
         if self._inner is None:
@@ -93,7 +95,9 @@ class CandidateFeed:
         ledger = Ledger(Path(self.state_dir))
         if self._aborted:
             raise EndpointUnavailable(self._aborted)
-        call = len(ledger.completed_calls())
+        records, self._offset = ledger.calls_after(self._offset)
+        self._calls += sum(r.get("kind") == "call" for r in records)
+        call = self._calls
         if call >= context.iterations:
             raise BudgetReached(f"the search already made its {context.iterations} model calls")
         seeds = [call_seed(context.seed, context.arm, context.task.id, call, j) for j in range(self._requests(context))]

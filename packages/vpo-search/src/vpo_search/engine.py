@@ -153,6 +153,9 @@ def build_openevolve_config(options: SearchConfig, root: Path, system_message: s
     config.database.population_size = options.population_size
     config.database.num_islands = options.num_islands
     config.database.random_seed = options.seed
+    # OpenEvolve sends workers the artifacts of only the first 100 programs by default: later parents would
+    # reach the prompt without their feedback
+    config.database.max_snapshot_artifacts = None
     config.evaluator.timeout = options.eval_timeout_s
     config.evaluator.cascade_evaluation = False
     config.evaluator.parallel_evaluations = options.workers
