@@ -7,6 +7,7 @@ import json
 import logging
 import pickle
 import shutil
+import time
 import zlib
 from pathlib import Path
 
@@ -158,3 +159,17 @@ def test_data_source_names_hub_revision_and_files():
     lite = LcbEnv(data_dir=DATA / "lite", source="lcb_lite").data_source()
     assert (lite["hub_id"], [Path(f["path"]).name for f in lite["files"]]) == (None, ["test.jsonl"])
     assert LcbEnv(revision="0" * 40).data_source()["commit"] == "0" * 40
+
+
+def test_unreachable_hub_fails_fast_with_the_download_command(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "0")
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # nothing listens there: no network is used
+    start = time.perf_counter()
+    with pytest.raises(
+        FileNotFoundError,
+        match=r"(?s)cannot be reached.*hf download agentica-org/DeepCoder-Preview-Dataset "
+        r"--repo-type dataset --revision v9 --include 'README.md' --include 'lcbv5/\*'",
+    ):
+        LcbEnv(revision="v9").tasks("test")
+    assert time.perf_counter() - start < 5
