@@ -4,6 +4,7 @@ reward manager on DataProto batches, GDPO through the built-in estimator, export
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import subprocess
 import sys
@@ -307,7 +308,7 @@ def test_run_options_and_veRL_overrides_reach_the_config(tmp_path, capsys):
         (["env=maze-v9"], "unknown env id 'maze-v9'"),
         (["method=ppo"], "unknown method 'ppo'"),
         (["method=vpo", "m=1"], "m must be >= 2"),
-        (["method=grpo", "m=3"], "single-answer; m must be 1"),
+        (["method=grpo", "m=3"], "single-answer, so m must be 1"),
         (["model=/no/such/model"], "does not exist"),
         (["trainer.no_such_key=1"], "rejected the overrides"),
         (["temperature=0.5"], "unknown option 'temperature'"),
@@ -565,3 +566,38 @@ def test_the_readme_lists_every_shared_override():
     text = README.read_text()
     for override, source in SHARED:
         assert f"| `{override}` | {source} |" in text
+
+
+# ------------------------------------------------------------------------- chat-template pre-fill
+# A chat template that behaves like Qwen3's: with enable_thinking=false the assistant turn starts with an
+# empty think block that is part of the prompt, not of the generated tokens.
+QWEN3_LIKE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n"
+    "{% if enable_thinking is defined and enable_thinking is false %}<think>\n\n</think>\n\n{% endif %}{% endif %}"
+)
+
+
+def test_template_prefill_is_what_the_options_add_to_the_generation_prompt(tokenizer):
+    from vpo_core.adapters.verl.reward import template_prefill
+
+    qwen3_like = copy.deepcopy(tokenizer)
+    qwen3_like.chat_template = QWEN3_LIKE
+    assert template_prefill(qwen3_like, {"enable_thinking": False}) == "<think>\n\n</think>\n\n"
+    assert template_prefill(qwen3_like, {}) == ""
+    assert template_prefill(tokenizer, {"enable_thinking": False}) == ""  # a template that ignores the option
+
+
+def test_the_reward_manager_scores_the_prefilled_turn(tokenizer, monkeypatch):
+    from vpo_core.adapters.verl import reward
+
+    qwen3_like = copy.deepcopy(tokenizer)
+    qwen3_like.chat_template = QWEN3_LIKE
+    row = rows_for("maze-v1", "test", "grpo", env_config={"test_size": 3})[0]
+    seen = []
+    monkeypatch.setattr(reward, "score_trajectory", lambda text, *args, **kwargs: seen.append(text) or {})
+    thinking_off = {"algorithm": {"vpo": {}}, "data": {"apply_chat_template_kwargs": {"enable_thinking": False}}}
+    for config in (thinking_off, {"algorithm": {"vpo": {}}}):
+        manager = get_reward_manager_cls("vpo")(OmegaConf.create(config), qwen3_like, None)
+        asyncio.run(manager.run_single(_trajectory(tokenizer, row, "<answer>RIGHT</answer>", "u")))
+    assert seen == ["<think>\n\n</think>\n\n<answer>RIGHT</answer>", "<answer>RIGHT</answer>"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -20,7 +21,34 @@ from vpo_core.methods import get_method
 from vpo_core.metrics import reward_diversity
 from vpo_core.registry import make
 
-__all__ = ["score_trajectory"]
+__all__ = ["score_trajectory", "template_prefill"]
+
+
+def template_prefill(tokenizer: Any, chat_template_kwargs: Mapping[str, Any] | None) -> str:
+    """The text a chat template writes at the start of the assistant turn because of `chat_template_kwargs`.
+
+    Qwen3 with ``enable_thinking=False`` pre-fills an empty think block (two newlines inside ``<think>``
+    tags, two after): it is in the prompt, so it never appears among the generated tokens, yet it is
+    part of the assistant's turn (the authors score ToolRL's format dimension with it). Found
+    generically: the generation prompt with the options minus the generation prompt without them, when
+    the latter is a prefix of the former.
+
+    Returns:
+        The pre-filled text, or "" when the options add none (or the template cannot say).
+    """
+    if not chat_template_kwargs:
+        return ""
+    messages = [{"role": "user", "content": "?"}]
+    try:
+        plain = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        with_options = tokenizer.apply_chat_template(
+            messages, add_generation_prompt=True, tokenize=False, **dict(chat_template_kwargs)
+        )
+    except Exception:  # a tokenizer without a chat template: nothing is pre-filled
+        return ""
+    if not isinstance(plain, str) or not isinstance(with_options, str) or not with_options.startswith(plain):
+        return ""
+    return with_options[len(plain) :]
 
 
 @lru_cache(maxsize=16)
@@ -103,6 +131,9 @@ def _make_manager_class() -> type:
             self.seed = int(options.get("seed", 0))
             self.num_weights = int(options.get("num_weights", 100))
             self.alpha = float(options.get("alpha", 1.0))
+            data = config.get("data", {}) if hasattr(config, "get") else {}
+            # the env scores the whole assistant turn: what the template pre-fills, then the generated text
+            self.prefill = template_prefill(tokenizer, dict(data.get("apply_chat_template_kwargs", {}) or {}))
 
         async def run_single(self, data):  # type: ignore[no-untyped-def]
             loop = asyncio.get_running_loop()
@@ -117,7 +148,7 @@ def _make_manager_class() -> type:
             return await loop.run_in_executor(
                 None,
                 lambda: score_trajectory(
-                    text, extra_info, uid, seed=self.seed, num_weights=self.num_weights, alpha=self.alpha
+                    self.prefill + text, extra_info, uid, seed=self.seed, num_weights=self.num_weights, alpha=self.alpha
                 ),
             )
 
