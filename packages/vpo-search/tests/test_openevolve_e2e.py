@@ -264,3 +264,24 @@ def test_openevolve_config(tmp_path):
     (model,) = config.llm.models
     assert (model.name, model.api_base, model.temperature, model.top_p) == ("m", "http://127.0.0.1:1/v1", 0.8, 1.0)
     assert model.init_client.args == (str(tmp_path),)
+
+
+def test_another_env_through_the_answer_adapter(tmp_path, openai_server, no_proxy):
+    import vpo_core
+    from vpo_search import AnswerSearch
+
+    maze = AnswerSearch(vpo_core.make("maze-v1"))
+    task = maze.tasks("test")[0]
+    good = maze.env.reference_completion(task, mode="multi", m=3)
+    server = openai_server(Script("<route_1>UP</route_1>", good), model="test-model")
+    options = _options(server, tmp_path, "iterations=3", "stop_when_solved=false", "env=maze-v1", "arm=vpo")
+    status = search_problem(maze, task, options, tmp_path)
+    assert (status.calls, status.solved, status.reason) == (3, True, "done")
+    root = problem_dir(tmp_path, "vpo", task.id)
+    summary = problem_summary(root)
+    assert summary["pass_at_k"] == [0.0, 1.0, 1.0]
+    assert summary["best_at_k"][0] == 0.0
+    assert summary["best_at_k"][1] > 0.5
+    assert summary["best"]["verdicts"][0] == "completion=1"
+    second = _user_prompts(root)[1]
+    assert "Reaching the exit (E) (completion): 0" in second  # the env's feedback on the parent

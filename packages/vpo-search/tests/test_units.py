@@ -205,3 +205,23 @@ def test_endpoint_check(openai_server, no_proxy):
     server.__exit__()  # nothing listens there any more
     with pytest.raises(EndpointError, match=f"cannot reach the model endpoint http://127.0.0.1:{port}/v1 .*vllm serve"):
         check_endpoint(f"http://127.0.0.1:{port}/v1", "vpo", "sekrit", timeout_s=5)
+
+
+# ------------------------------------------------------------------------------------------------ adapter
+def test_answer_adapter_makes_any_text_env_searchable():
+    import vpo_core
+    from vpo_search import AnswerSearch, check_searchable, evaluate
+    from vpo_search.protocol import candidate_program
+
+    maze = check_searchable(AnswerSearch(vpo_core.make("maze-v1")))
+    task = maze.tasks("test")[0]
+    candidates = maze.parse(task, maze.env.reference_completion(task, mode="multi", m=3), mode="multi", m=3)
+    route = candidate_program(maze, candidates[0])
+    assert route.split()[0] in ("UP", "DOWN", "LEFT", "RIGHT")
+    result = evaluate(maze, task, route)
+    assert result.success
+    assert result.verdicts[0] == "completion=1"
+    assert "Reaching the exit (E) (completion): 1" in result.feedback
+    empty = evaluate(maze, task, maze.initial_program(task))
+    assert empty.score == 0.0
+    assert "could not be read" in empty.feedback

@@ -7,6 +7,7 @@ every model call and evaluation on disk, so searches resume and their pass@k / b
 
 import importlib.metadata as _metadata
 
+from vpo_search.adapter import AnswerSearch
 from vpo_search.config import SearchConfig, parse_args
 from vpo_search.engine import RunStatus, SearchError, search_problem
 from vpo_search.ledger import Ledger, program_hash
@@ -16,6 +17,7 @@ from vpo_search.report import collect, plot_curves, problem_summary, write_repor
 from vpo_search.selection import hardest_problems, load_pools, pool_best_at_k, resolve_problems
 
 __all__ = [
+    "AnswerSearch",
     "EndpointError",
     "Ledger",
     "ProgramEvaluation",

@@ -70,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         raise SystemExit(str(exc)) from None
     import vpo_core
+    from vpo_search.adapter import AnswerSearch
     from vpo_search.engine import SearchError, search_problem
     from vpo_search.preflight import EndpointError, check_endpoint
     from vpo_search.protocol import check_searchable
@@ -77,9 +78,14 @@ def main(argv: list[str] | None = None) -> int:
 
     out = Path(options.out)
     try:
-        env = check_searchable(vpo_core.make(options.env, **options.env_args))
+        made = vpo_core.make(options.env, **options.env_args)
     except (TypeError, ValueError, KeyError) as exc:
         raise SystemExit(f"env {options.env}: {exc}") from None
+    try:
+        env = check_searchable(made)
+    except TypeError:
+        env = AnswerSearch(made)
+        print(f"{options.env} has no search hooks: its answers are searched with its own reward (AnswerSearch)")
     if command == "report":
         _report(out, env, options)
         return 0

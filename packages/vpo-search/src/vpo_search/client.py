@@ -23,7 +23,7 @@ from typing import Any
 
 from vpo_search.context import SearchContext, load_context
 from vpo_search.ledger import Ledger
-from vpo_search.protocol import program_of
+from vpo_search.protocol import candidate_program
 
 __all__ = ["BudgetReached", "CandidateFeed", "EndpointUnavailable", "call_seed", "make_feed"]
 
@@ -154,7 +154,7 @@ class CandidateFeed:
                 errors += [f"parse failed: {type(exc).__name__}: {exc}"] * per_completion
                 continue
             for candidate in parsed[:per_completion]:
-                program = program_of(candidate)
+                program = candidate_program(env, candidate)
                 programs.append(program)
                 errors.append(None if program else (candidate.error or "no program"))
         programs, errors = programs[:m], errors[:m]

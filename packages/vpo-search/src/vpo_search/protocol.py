@@ -2,7 +2,9 @@
 
 The env decides how a candidate program is evaluated and what the model is shown about it; the search
 knows nothing of any domain. Any `vpo_core.TextEnv` that adds `program_language`, `initial_program` and
-`evaluate_program` can be searched (env-lcb's `LcbEnv` does).
+`evaluate_program` can be searched (env-lcb's `LcbEnv` does); `vpo_search.AnswerSearch` wraps any other. An
+env may also define ``program_text(candidate) -> str | None`` to say which text of a parsed candidate is
+its program (default: `program_of`).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from vpo_core import Candidate, Message, Mode, RewardSpec, Task
 
-__all__ = ["ProgramEvaluation", "SearchableEnv", "check_searchable", "evaluate", "program_of"]
+__all__ = ["ProgramEvaluation", "SearchableEnv", "candidate_program", "check_searchable", "evaluate", "program_of"]
 
 
 @runtime_checkable
@@ -127,3 +129,9 @@ def program_of(candidate: Candidate[Any]) -> str | None:
     program = candidate.answer if isinstance(candidate.answer, str) else candidate.text
     program = program.strip()
     return program or None
+
+
+def candidate_program(env: SearchableEnv, candidate: Candidate[Any]) -> str | None:
+    """The program of a parsed candidate: the env's ``program_text`` when it has one, else `program_of`."""
+    hook = getattr(env, "program_text", None)
+    return hook(candidate) if callable(hook) else program_of(candidate)
