@@ -4,8 +4,10 @@
     uv run apps/train.py env=maze-v1 method=grpo steps=40  # another method on the local engine
     uv run apps/train.py engine=verl env=musique-v1 method=vpo model=Qwen/Qwen3-1.7B --dry-run
 
-Arguments are `key=value` pairs (plus flags such as `--dry-run`); `engine` picks the engine
-(`local`, the default, or `verl`) and every other argument goes to it.
+Arguments are `key=value` pairs (plus flags such as `--dry-run` for veRL); `engine` picks the engine
+(`local`, the default, or `verl`) and every other argument goes to it. Options of the env's
+constructor are passed as `env.<key>=<value>`. `--help` lists every option of the chosen engine
+with its default and meaning.
 """
 
 from __future__ import annotations
@@ -35,13 +37,7 @@ def main(argv: list[str] | None = None) -> int:
         print(__doc__)
     engine, rest = split_engine(args)
     module_name = f"vpo_core.adapters.{engine}.{'launch' if engine == 'verl' else 'train'}"
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name is None or not module_name.startswith(exc.name):
-            raise  # a dependency of the engine is missing: show the real error
-        print(f"engine={engine} is not yet available in this version ({module_name} is not implemented yet).")
-        return 0
+    module = importlib.import_module(module_name)
     return module.main(rest)
 
 

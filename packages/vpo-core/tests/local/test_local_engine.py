@@ -41,7 +41,7 @@ def test_config_defaults_and_validation():
         parse_overrides(["method=ppo"])
     with pytest.raises(ValueError, match="single-answer, so m must be 1"):
         parse_overrides(["method=grpo", "m=3"])
-    with pytest.raises(ValueError, match="unknown option 'stepz'; valid options"):
+    with pytest.raises(ValueError, match="unknown option 'stepz'; did you mean steps"):
         parse_overrides(["stepz=3"])
     with pytest.raises(ValueError, match="steps expects an integer"):
         parse_overrides(["steps=many"])
@@ -137,7 +137,7 @@ def test_bad_input_messages(tmp_path, capsys):
     assert train_main([f"model={tmp_path / 'bare'}", out]) == 2
     assert "has no tokenizer files" in capsys.readouterr().err
     assert train_main(["method=vpo", "m=1", out]) == 2
-    assert "use m>=2" in capsys.readouterr().err
+    assert "m must be >= 2" in capsys.readouterr().err
 
 
 # ------------------------------------------------------------------------------ evaluate.py

@@ -3,14 +3,55 @@
 from __future__ import annotations
 
 import dataclasses
-import typing
+import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vpo_core.cli_config import option, parse_config
 from vpo_core.methods import METHODS, get_method
 
-__all__ = ["TrainConfig", "parse_overrides"]
+__all__ = ["LOGGERS", "TrainConfig", "parse_overrides"]
+
+_INT_MIN = {
+    "m": 1,
+    "threads": 1,
+    "warmup_steps": 0,
+    "warmup_batch": 1,
+    "steps": 1,
+    "prompts_per_step": 1,
+    "group_size": 1,
+    "mini_batches": 1,
+    "num_weights": 1,
+    "max_new_tokens": 1,
+    "save_every": 1,
+    "eval_tasks": 0,
+    "eval_samples": 1,
+    "eval_seeds": 1,
+    "hidden_size": 1,
+    "layers": 1,
+    "heads": 1,
+    "vocab_size": 300,
+}
+_POSITIVE: tuple[Callable[[float], bool], str] = (lambda v: v > 0, "> 0")
+_FLOAT_RULES: dict[str, tuple[Callable[[float], bool], str]] = {
+    "warmup_lr": _POSITIVE,
+    "lr": _POSITIVE,
+    "weight_decay": (lambda v: v >= 0, ">= 0"),
+    "grad_clip": _POSITIVE,
+    "clip_ratio": _POSITIVE,
+    "clip_ratio_c": (lambda v: v > 1, "> 1"),
+    "kl_coef": (lambda v: v >= 0, ">= 0"),
+    "temperature": _POSITIVE,
+    "top_p": (lambda v: 0 < v <= 1, "in (0, 1]"),
+    "alpha": _POSITIVE,
+    "eval_temperature": _POSITIVE,
+    "eval_top_p": (lambda v: 0 < v <= 1, "in (0, 1]"),
+}
+
+
+LOGGERS = ("console", "tensorboard", "wandb")
 
 
 @dataclass
@@ -20,76 +61,101 @@ class TrainConfig:
     The defaults are the embedded default run (maze, VPO, a small locally built model, CPU, well
     under 10 minutes on 2 cores). They differ from the paper's 4B-model recipe where a tiny model
     needs it: a larger learning rate (1e-4 vs 1e-6) and far fewer prompts per step (8 vs 128).
+    Sampling settings left at None come from the env's profile (``env.profile``).
     """
 
-    env: str = "maze-v1"
-    method: str = "vpo"
-    m: int | None = None  # answers per completion; default: the method's (3 for multi, 1 for single)
-    model: str | None = None  # a local HF model dir; None = build the default small model
-    out: str | None = None  # run directory; default runs/<env>-<method>-seed<seed>
-    seed: int = 0
-    device: str = "cpu"
-    threads: int = 2
+    env: str = option("maze-v1", "env id (vpo_core.make), e.g. maze-v1")
+    env_options: dict[str, Any] = option(  # noqa: RUF009 - option() is dataclasses.field with a help text
+        default_factory=dict, help="keyword arguments of the env's constructor, e.g. env.train_size=200"
+    )
+    method: str = option("vpo", f"training method, one of {sorted(METHODS)}")
+    m: int | None = option(None, "answers per completion; default: the method's (3 for multi, 1 for single)")
+    model: str | None = option(None, "a local HF model dir; default: build a small model from the env's text")
+    out: str | None = option(None, "run directory; default runs/<env>-<method>-seed<seed>")
+    seed: int = option(0, "seed of the model init, warm-up, task sampling and rollouts")
+    device: str = option("cpu", "cpu or cuda[:i]")
+    threads: int = option(2, "torch CPU threads (>= 1)")
+    logger: str = option("console", f"experiment trackers, comma-separated: {', '.join(LOGGERS)}")
     # warm-up (supervised) on the env's demonstrations, for the default model
-    warmup_steps: int = 500
-    warmup_batch: int = 32
-    warmup_lr: float = 2e-3
+    warmup_steps: int = option(500, "supervised warm-up steps on env.demonstration(...) (default model only)")
+    warmup_batch: int = option(32, "warm-up batch size (examples)")
+    warmup_lr: float = option(2e-3, "warm-up learning rate (AdamW, linear warm-up and decay)")
     # RL (the paper's loss: PPO-clip 0.2, dual clip 3.0, token-mean, low_var_kl 1e-3, AdamW, clip 1.0)
-    steps: int = 50
-    prompts_per_step: int = 8
-    group_size: int = 8
-    lr: float = 1e-4
-    weight_decay: float = 0.01
-    grad_clip: float = 1.0
-    clip_ratio: float = 0.2
-    clip_ratio_c: float = 3.0
-    kl_coef: float = 1e-3
-    mini_batches: int = 2
-    temperature: float = 1.0
-    num_weights: int = 100
-    alpha: float = 1.0
-    std: str = "population"
-    max_new_tokens: int | None = None  # default: enough for m routes of the env's budget
-    save_every: int = 10
+    steps: int = option(50, "RL steps")
+    prompts_per_step: int = option(8, "prompts per RL step")
+    group_size: int = option(8, "rollouts per prompt (G >= 2)")
+    lr: float = option(1e-4, "RL learning rate (AdamW)")
+    weight_decay: float = option(0.01, "AdamW weight decay")
+    grad_clip: float = option(1.0, "gradient-norm clip")
+    clip_ratio: float = option(0.2, "PPO clip ratio epsilon (> 0)")
+    clip_ratio_c: float = option(3.0, "dual-clip constant (> 1)")
+    kl_coef: float = option(1e-3, "low_var_kl coefficient against the warm-started reference (>= 0)")
+    mini_batches: int = option(2, "PPO mini-batches per step")
+    temperature: float | None = option(None, "rollout temperature; default: env.profile.train.temperature")
+    top_p: float | None = option(None, "rollout top-p; default: env.profile.train.top_p")
+    num_weights: int = option(100, "weight draws per group (VPO, random_w, E_w metrics)")
+    alpha: float = option(1.0, "Dirichlet concentration of the weight draws")
+    std: str = option("population", "group std of the advantage normaliser: population or unbiased")
+    max_new_tokens: int | None = option(
+        None, "token budget per completion; default: the env profile's, capped at 1.25x its longest demonstration"
+    )
+    save_every: int = option(10, "checkpoint every N steps (and at the end)")
     # evaluation on the test split after training (and of the warmed-up model before RL)
-    eval_tasks: int = 100
-    eval_samples: int = 12  # candidates per task: eval_samples // m chains in multi mode
-    eval_temperature: float = 0.7
-    eval_top_p: float = 1.0
-    eval_seeds: int = 1
+    eval_tasks: int = option(100, "test tasks evaluated before and after RL (0 = no evaluation)")
+    eval_samples: int = option(12, "candidates per task: eval_samples // m chains in multi mode")
+    eval_temperature: float | None = option(None, "evaluation temperature; default: env.profile.eval.temperature")
+    eval_top_p: float | None = option(None, "evaluation top-p; default: env.profile.eval.top_p")
+    eval_seeds: int = option(1, "evaluation seeds (pools concatenated)")
     # model size of the default model
-    hidden_size: int = 128
-    layers: int = 3
-    heads: int = 4
-    vocab_size: int = 1000
+    hidden_size: int = option(128, "hidden size of the default model")
+    layers: int = option(3, "transformer layers of the default model")
+    heads: int = option(4, "attention heads of the default model (divides hidden_size)")
+    vocab_size: int = option(1000, "BPE vocabulary size of the default tokenizer")
+
+    def __post_init__(self) -> None:
+        self.validate()
 
     def validate(self) -> TrainConfig:
-        """Check the values and fill in method-dependent defaults.
+        """Check every value and fill in method-dependent defaults (runs on construction).
 
         Raises:
-            ValueError: Naming the bad key and the valid choices.
+            ValueError: One line naming the bad option, the value and what is accepted.
         """
         method = get_method(self.method) if self.method in METHODS else None
         if method is None:
             raise ValueError(f"unknown method {self.method!r}; choose one of {sorted(METHODS)} (e.g. method=vpo).")
-        if self.m is None:
-            self.m = method.m
-        if method.mode == "single" and self.m != 1:
-            raise ValueError(f"method={self.method} is single-answer, so m must be 1 (got m={self.m}).")
-        if method.mode == "multi" and self.m < 2:
-            raise ValueError(f"method={self.method} writes m answers per completion; use m>=2 (got m={self.m}).")
-        for name in ("steps", "prompts_per_step", "group_size", "eval_samples", "save_every", "mini_batches"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}.")
-        if self.warmup_steps < 0 or self.eval_tasks < 0:
-            raise ValueError("warmup_steps and eval_tasks must be >= 0.")
+        self.m = method.resolve_m(self.m)
+        for name, low in _INT_MIN.items():
+            value = getattr(self, name)
+            if value is not None and value < low:
+                raise ValueError(f"{name} must be >= {low}, got {name}={value}.")
         if self.group_size < 2:
-            raise ValueError("group_size must be >= 2: advantages compare rollouts within a group.")
+            raise ValueError(
+                f"group_size must be >= 2 (advantages compare rollouts within a group), got {self.group_size}."
+            )
+        for name, (check, rule) in _FLOAT_RULES.items():
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and check(value)):
+                raise ValueError(f"{name} must be a finite number {rule}, got {name}={value}.")
+        if self.hidden_size % self.heads:
+            raise ValueError(f"heads must divide hidden_size, got hidden_size={self.hidden_size} heads={self.heads}.")
         if self.device not in ("cpu", "cuda") and not self.device.startswith("cuda:"):
             raise ValueError(f"device must be cpu or cuda[:i], got {self.device!r}.")
         if self.std not in ("population", "unbiased"):
             raise ValueError(f"std must be population or unbiased, got {self.std!r}.")
+        unknown = [name for name in self.loggers if name not in LOGGERS]
+        if unknown or not self.loggers:
+            raise ValueError(f"logger must be a comma-separated list of {', '.join(LOGGERS)}, got {self.logger!r}.")
+        if not isinstance(self.env_options, dict):
+            raise ValueError(f"env_options must be a dict of the env's keyword arguments, got {self.env_options!r}.")
         return self
+
+    @property
+    def loggers(self) -> list[str]:
+        """The experiment trackers asked for (``logger=console,tensorboard``)."""
+        return [name.strip() for name in str(self.logger).strip("[]").split(",") if name.strip()]
 
     @property
     def mode(self) -> str:
@@ -113,31 +179,17 @@ class TrainConfig:
         return data
 
 
-def _coerce(raw: str, kind: Any, key: str) -> Any:
-    """Parse one value by its field's type (``int``, ``float``, optionally ``| None``; otherwise a string)."""
-    for number, noun in ((int, "an integer"), (float, "a number")):
-        if kind in (number, number | None):
-            try:
-                return number(raw)
-            except ValueError:
-                raise ValueError(f"{key} expects {noun}, got {raw!r}.") from None
-    return raw
-
-
 def parse_overrides(argv: list[str]) -> TrainConfig:
-    """Build a config from ``key=value`` arguments.
+    """Build a config from ``key=value`` arguments (``env.<key>=<value>`` goes to the env's constructor).
 
     Raises:
-        ValueError: For an argument without ``=`` or an unknown key (the message lists the keys).
+        vpo_core.cli_config.HelpRequested: For ``--help``.
+        vpo_core.cli_config.ConfigError: A one-line message naming the bad option and the fix.
     """
-    config = TrainConfig()
-    kinds = typing.get_type_hints(TrainConfig)
-    for arg in argv:
-        key, sep, raw = arg.partition("=")
-        key = key.lstrip("-").replace("-", "_")
-        if not sep:
-            raise ValueError(f"arguments are key=value pairs, got {arg!r} (e.g. method=grpo steps=20).")
-        if key not in kinds:
-            raise ValueError(f"unknown option {key!r}; valid options: {', '.join(sorted(kinds))}.")
-        setattr(config, key, _coerce(raw, kinds[key], key))
-    return config.validate()
+    return parse_config(
+        TrainConfig,
+        argv,
+        prog="apps/train.py [engine=local]",
+        description="Warm-up, RL and evaluation on one machine (the local engine).",
+        passthrough={"env": "env_options"},
+    )

@@ -27,15 +27,21 @@ def _log(message: str) -> None:
 
 
 def main(argv: list[str]) -> int:
-    """Entry point of the local engine (``apps/train.py engine=local``)."""
-    if any(a in ("-h", "--help") for a in argv):
-        print(__doc__)
-        print("options (key=value):", ", ".join(TrainConfig.__dataclass_fields__))
-        return 0
+    """Entry point of the local engine (``apps/train.py engine=local``): 0 on success, 2 on bad input."""
+    from vpo_core.adapters.local.rundir import RunDirError
+    from vpo_core.cli_config import ConfigError, HelpRequested
+
     try:
         config = parse_overrides(argv)
+    except HelpRequested as exc:
+        print(exc.text)
+        return 0
+    except ConfigError as exc:
+        _log(f"error: {exc}")
+        return 2
+    try:
         run(config)
-    except (ValueError, KeyError, FileNotFoundError) as exc:
+    except (ValueError, KeyError, FileNotFoundError, RunDirError) as exc:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
         _log(f"error: {message}")
         return 2
@@ -87,7 +93,7 @@ def run(config: TrainConfig) -> dict[str, Any]:
     torch.set_num_threads(config.threads)
     if config.device.startswith("cuda") and not torch.cuda.is_available():
         raise ValueError("device=cuda was asked for but torch sees no CUDA device; use device=cpu.")
-    env = vpo_core.make(config.env)
+    env = vpo_core.make(config.env, **config.env_options)
     if config.model is not None:
         load_policy(config.model, "cpu")  # fail early, with the loader's message, on a bad model directory
     mode, m = config.mode, int(config.m or 1)

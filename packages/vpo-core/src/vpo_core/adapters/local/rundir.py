@@ -1,0 +1,370 @@
+"""`RunDir`: the one definition of a local run directory's layout.
+
+``apps/train.py`` writes it and ``apps/evaluate.py`` reads it, both only through this class.
+
+Layout::
+
+    config.json        the run's TrainConfig (identity fields must match to resume)
+    metrics.jsonl      one JSON record per RL step, each tagged with the run id
+    warmup_loss.json   the warm-up loss of every step
+    init_model/        the warm-started (or given) model: the RL reference; its weights' digest is the run id
+    checkpoint/        model/ (save_pretrained), state.pt (optimizer, step), manifest.json (step, run id)
+    eval_<name>.json   evaluation metrics of one model (``init``, ``final``), tagged with that model's digest
+    report.md, report.json, training.png, best_at_k.png
+
+Guarantees (issue 15): the checkpoint is replaced by a rename swap (``checkpoint.tmp`` written and
+fsynced, ``checkpoint`` -> ``checkpoint.old``, ``checkpoint.tmp`` -> ``checkpoint``), so a kill at any
+point leaves a complete copy that `recover` restores; ``init_model`` is written the same way; every
+artefact records the run id (the digest of ``init_model``'s weights), so artefacts of another model
+are never reused (a stale ``eval_init.json`` is recomputed, a checkpoint of another init is refused);
+a truncated last line of ``metrics.jsonl`` (a kill mid-write) is dropped with a message; a corrupt
+``state.pt`` is named with what to do.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["RunDir", "RunDirError", "model_digest"]
+
+Log = Callable[[str], None]
+
+
+class RunDirError(ValueError):
+    """A run directory that cannot be used as it is; the message names the file and what to do."""
+
+
+def model_digest(model_dir: Path) -> str:
+    """SHA-256 (first 16 hex digits) of a model directory's weight files: the model's identity."""
+    files = sorted(p for p in Path(model_dir).iterdir() if p.suffix in (".safetensors", ".bin"))
+    if not files:
+        raise RunDirError(f"{model_dir} has no weight files (*.safetensors): it is not a saved model.")
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.name.encode())
+        with path.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()[:16]
+
+
+def _fsync_tree(root: Path) -> None:
+    """Flush every file under `root`, then the directories (so a rename after it publishes complete data)."""
+    for path in sorted(root.rglob("*")):
+        if path.is_file():
+            with path.open("rb") as handle:
+                os.fsync(handle.fileno())
+    for directory in [root, *sorted(p for p in root.rglob("*") if p.is_dir())]:
+        _fsync_dir(directory)
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:  # pragma: no cover - platforms without directory fds
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover
+        pass
+    finally:
+        os.close(fd)
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+
+
+@dataclass(frozen=True)
+class RunDir:
+    """A local run directory.
+
+    Attributes:
+        path: The directory.
+    """
+
+    path: Path
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "path", Path(self.path))
+
+    # ------------------------------------------------------------------------------ paths
+    @property
+    def config_file(self) -> Path:
+        """``config.json``."""
+        return self.path / "config.json"
+
+    @property
+    def metrics_file(self) -> Path:
+        """``metrics.jsonl``."""
+        return self.path / "metrics.jsonl"
+
+    @property
+    def warmup_loss_file(self) -> Path:
+        """``warmup_loss.json``."""
+        return self.path / "warmup_loss.json"
+
+    @property
+    def init_model(self) -> Path:
+        """``init_model/``: the warm-started model (the RL reference)."""
+        return self.path / "init_model"
+
+    @property
+    def checkpoint(self) -> Path:
+        """``checkpoint/``."""
+        return self.path / "checkpoint"
+
+    @property
+    def checkpoint_model(self) -> Path:
+        """``checkpoint/model/``: the latest trained model."""
+        return self.checkpoint / "model"
+
+    @property
+    def state_file(self) -> Path:
+        """``checkpoint/state.pt``: optimizer state and step."""
+        return self.checkpoint / "state.pt"
+
+    @property
+    def manifest_file(self) -> Path:
+        """``checkpoint/manifest.json``: step and run id, written last (its presence marks a complete copy)."""
+        return self.checkpoint / "manifest.json"
+
+    @property
+    def report_md(self) -> Path:
+        """``report.md``."""
+        return self.path / "report.md"
+
+    @property
+    def report_json(self) -> Path:
+        """``report.json``."""
+        return self.path / "report.json"
+
+    @property
+    def training_plot(self) -> Path:
+        """``training.png``."""
+        return self.path / "training.png"
+
+    @property
+    def best_at_k_plot(self) -> Path:
+        """``best_at_k.png``."""
+        return self.path / "best_at_k.png"
+
+    def eval_file(self, name: str) -> Path:
+        """``eval_<name>.json`` (``init``: the warm-started model, ``final``: after RL)."""
+        return self.path / f"eval_{name}.json"
+
+    def model_dir(self, which: str = "final") -> Path:
+        """The model of ``which``: ``final`` (the checkpoint's) or ``init`` (the warm-started one).
+
+        Raises:
+            RunDirError: If that model was not saved (yet).
+        """
+        target = self.init_model if which == "init" else self.checkpoint_model
+        if not (target / "config.json").exists():
+            raise RunDirError(f"{target} does not exist: has the run at {self.path} saved a checkpoint yet?")
+        return target
+
+    # ----------------------------------------------------------------------------- config
+    def exists(self) -> bool:
+        """Whether the directory holds a run (a ``config.json``)."""
+        return self.config_file.exists()
+
+    def read_config(self) -> dict[str, Any]:
+        """The saved config.
+
+        Raises:
+            RunDirError: If it is missing or unreadable.
+        """
+        try:
+            return dict(json.loads(self.config_file.read_text()))
+        except FileNotFoundError:
+            raise RunDirError(f"{self.config_file} does not exist: {self.path} is not a local run directory.") from None
+        except json.JSONDecodeError as exc:
+            raise RunDirError(
+                f"{self.config_file} is not valid JSON ({exc.msg}); restore it or start a new run."
+            ) from None
+
+    def write_config(self, data: dict[str, Any]) -> None:
+        """Write ``config.json`` atomically."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        _write_atomic(self.config_file, json.dumps(data, indent=2))
+
+    # ------------------------------------------------------------------------------ run id
+    def run_id(self) -> str | None:
+        """The digest of ``init_model``'s weights, or None before it is saved."""
+        if not (self.init_model / "config.json").exists():
+            return None
+        return model_digest(self.init_model)
+
+    def save_init_model(self, save: Callable[[Path], None]) -> str:
+        """Save the warm-started model with `save(dir)` atomically; returns the new run id."""
+        tmp = self.path / "init_model.tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        save(tmp)
+        _fsync_tree(tmp)
+        shutil.rmtree(self.init_model, ignore_errors=True)
+        os.replace(tmp, self.init_model)
+        _fsync_dir(self.path)
+        return model_digest(self.init_model)
+
+    # ---------------------------------------------------------------------------- metrics
+    def read_metrics(self, log: Log | None = None) -> list[dict[str, Any]]:
+        """The per-step records, recovering a truncated last line (dropped, with a message to `log`).
+
+        Raises:
+            RunDirError: For an unreadable line other than the last (naming file and line).
+        """
+        if not self.metrics_file.exists():
+            return []
+        lines = self.metrics_file.read_text().split("\n")
+        records: list[dict[str, Any]] = []
+        complete = lines[:-1]  # text after the last newline is an unfinished write
+        partial = lines[-1]
+        for number, line in enumerate(complete, start=1):
+            if not line.strip():
+                continue
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError:
+                if number == len(complete) and not partial:
+                    partial = line  # a last line whose newline was written but whose text was cut
+                    break
+                raise RunDirError(
+                    f"{self.metrics_file} line {number} is not JSON; delete that line (or the file, to drop the "
+                    "logged history) and run again."
+                ) from None
+        if partial.strip():
+            if log is not None:
+                log(f"{self.metrics_file}: dropped a truncated last line (the run was stopped mid-write)")
+            self.write_metrics(records)
+        return records
+
+    def write_metrics(self, records: list[dict[str, Any]]) -> None:
+        """Replace ``metrics.jsonl`` with `records` (atomically)."""
+        _write_atomic(self.metrics_file, "".join(json.dumps(r) + "\n" for r in records))
+
+    def keep_metrics_before(self, step: int, run_id: str | None, log: Log | None = None) -> list[dict[str, Any]]:
+        """Drop records of steps >= `step` or of another run id (they were logged after the last checkpoint)."""
+        records = self.read_metrics(log)
+        kept = [r for r in records if r.get("step", 0) < step and r.get("run_id", run_id) == run_id]
+        if len(kept) != len(records):
+            self.write_metrics(kept)
+        return kept
+
+    def append_metrics(self, record: dict[str, Any]) -> None:
+        """Append one record (one line, flushed)."""
+        with self.metrics_file.open("a") as handle:
+            handle.write(json.dumps(record) + "\n")
+            handle.flush()
+
+    # -------------------------------------------------------------------------- evaluations
+    def write_eval(self, name: str, payload: dict[str, Any], *, model: str) -> None:
+        """Write ``eval_<name>.json`` tagged with the evaluated model's digest `model`."""
+        _write_atomic(self.eval_file(name), json.dumps({**payload, "model": model}, indent=2))
+
+    def read_eval(self, name: str, *, model: str, log: Log | None = None) -> dict[str, Any] | None:
+        """``eval_<name>.json`` if it was computed for the model with digest `model`, else None.
+
+        A file of another model (a stale evaluation) is removed, with a message to `log`.
+        """
+        path = self.eval_file(name)
+        if not path.exists():
+            return None
+        try:
+            data = json.loads(path.read_text())
+        except json.JSONDecodeError:
+            data = {}
+        if data.get("model") != model:
+            if log is not None:
+                log(f"{path} belongs to another model; it will be recomputed")
+            path.unlink()
+            return None
+        return dict(data)
+
+    # --------------------------------------------------------------------------- checkpoints
+    def recover(self, log: Log | None = None) -> None:
+        """Finish or undo a checkpoint swap that a kill interrupted (run before reading the checkpoint)."""
+        tmp, old = self.path / "checkpoint.tmp", self.path / "checkpoint.old"
+        complete_tmp = (tmp / "manifest.json").exists()
+        if not self.checkpoint.exists():
+            for candidate, what in ((tmp, "the new checkpoint"), (old, "the previous checkpoint")):
+                if (candidate / "manifest.json").exists() and (candidate is tmp or not complete_tmp):
+                    os.replace(candidate, self.checkpoint)
+                    if log is not None:
+                        log(f"recovered {what} of {self.path} (a run was stopped while replacing it)")
+                    break
+        for leftover in (tmp, old, self.path / "init_model.tmp"):
+            if leftover.exists():
+                shutil.rmtree(leftover, ignore_errors=True)
+
+    def has_checkpoint(self) -> bool:
+        """Whether a complete checkpoint exists."""
+        return self.manifest_file.exists()
+
+    def save_checkpoint(
+        self, save_model: Callable[[Path], None], state: dict[str, Any], *, step: int, run_id: str
+    ) -> None:
+        """Replace the checkpoint atomically (write, fsync, rename swap).
+
+        Args:
+            save_model: Writes the model into the directory it is given.
+            state: Saved with ``torch.save`` as ``state.pt``.
+            step: Steps done.
+            run_id: The run id (digest of ``init_model``).
+        """
+        import torch
+
+        tmp, old = self.path / "checkpoint.tmp", self.path / "checkpoint.old"
+        shutil.rmtree(tmp, ignore_errors=True)
+        save_model(tmp / "model")
+        torch.save(state, tmp / "state.pt")
+        (tmp / "manifest.json").write_text(json.dumps({"step": step, "run_id": run_id}))
+        _fsync_tree(tmp)
+        shutil.rmtree(old, ignore_errors=True)
+        if self.checkpoint.exists():
+            os.replace(self.checkpoint, old)
+        os.replace(tmp, self.checkpoint)
+        _fsync_dir(self.path)
+        shutil.rmtree(old, ignore_errors=True)
+
+    def read_manifest(self) -> dict[str, Any]:
+        """The checkpoint's step and run id.
+
+        Raises:
+            RunDirError: If it is unreadable.
+        """
+        try:
+            return dict(json.loads(self.manifest_file.read_text()))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise RunDirError(
+                f"{self.manifest_file} is unreadable ({type(exc).__name__}); delete {self.checkpoint} to restart RL "
+                "from the warm-started model, or pass out=<new dir>."
+            ) from None
+
+    def load_state(self, device: str = "cpu") -> dict[str, Any]:
+        """``state.pt`` (optimizer state and step).
+
+        Raises:
+            RunDirError: Naming the file and what to do if it is missing or corrupt.
+        """
+        import torch
+
+        try:
+            return dict(torch.load(self.state_file, map_location=device, weights_only=False))
+        except Exception as exc:  # torch raises many types for a bad file (RuntimeError, EOFError, UnpicklingError)
+            raise RunDirError(
+                f"{self.state_file} is corrupt or unreadable ({type(exc).__name__}); delete {self.checkpoint} to "
+                f"restart RL from the warm-started model ({self.init_model}), or pass out=<new dir> for a new run."
+            ) from None

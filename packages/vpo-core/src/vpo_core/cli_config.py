@@ -1,0 +1,205 @@
+"""One config layer for the apps: typed dataclasses parsed from ``key=value`` arguments.
+
+A config is a plain dataclass whose fields carry their meaning in ``metadata["help"]`` (see
+`option`). `parse_config` builds it with OmegaConf structured configs, so values are type-checked
+against the annotations, and adds what a command line needs:
+
+- ``key=value`` overrides (``--key=value`` and ``key-with-dashes=value`` are accepted too);
+- one-line errors naming the option and the fix, with close-match suggestions for unknown keys;
+- ``--help``/``-h`` listing every option with its type, default and meaning;
+- pass-through groups: ``env.data_dir=/x`` lands in a dict field (``env_options`` for the ``env``
+  prefix), values parsed as YAML scalars, for options that belong to someone else (an env's
+  constructor keywords, given to ``vpo_core.make(env_id, **env_options)``).
+
+Validation of values (ranges, finiteness, choices) belongs in the dataclass's ``__post_init__``;
+a ``ValueError`` raised there is reported like a type error.
+
+Example:
+    >>> from dataclasses import dataclass
+    >>> @dataclass
+    ... class Demo:
+    ...     steps: int = option(10, "RL steps")
+    >>> parse_config(Demo, ["steps=3"], prog="demo").steps
+    3
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import sys
+import typing
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeVar
+
+__all__ = ["ConfigError", "HelpRequested", "format_help", "option", "parse_config", "run_cli"]
+
+T = TypeVar("T")
+
+
+class ConfigError(ValueError):
+    """A bad command-line option; the message is one line naming the option and the fix."""
+
+
+class HelpRequested(Exception):
+    """``--help`` was asked for; ``text`` is the help to print."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+
+def option(default: Any = dataclasses.MISSING, help: str = "", **kwargs: Any) -> Any:
+    """A dataclass field with a help text (``default_factory=`` may replace `default`)."""
+    metadata = dict(kwargs.pop("metadata", {}) or {})
+    metadata["help"] = help
+    return dataclasses.field(default=default, metadata=metadata, **kwargs)
+
+
+def _type_name(kind: Any) -> str:
+    args = typing.get_args(kind)
+    if args and type(None) in args:
+        inner = [a for a in args if a is not type(None)]
+        return " | ".join(_type_name(a) for a in inner) + " (or null)"
+    if typing.get_origin(kind) in (list, tuple, Sequence):
+        return f"list of {_type_name(args[0])}" if args else "list"
+    if typing.get_origin(kind) in (dict, Mapping):
+        return "key=value pairs"
+    return _NOUNS.get(kind, getattr(kind, "__name__", str(kind)))
+
+
+_NOUNS = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
+
+
+def _fields(cls: type) -> dict[str, tuple[dataclasses.Field[Any], Any]]:
+    hints = typing.get_type_hints(cls)
+    return {f.name: (f, hints[f.name]) for f in dataclasses.fields(cls) if f.init}
+
+
+def _default_text(f: dataclasses.Field[Any]) -> str:
+    if f.default is not dataclasses.MISSING:
+        return "none (see meaning)" if f.default is None else repr(f.default)
+    if f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
+        value = f.default_factory()  # type: ignore[misc]
+        return repr(value) if value else "empty"
+    return "required"
+
+
+def format_help(cls: type, *, prog: str, description: str = "", passthrough: Mapping[str, str] | None = None) -> str:
+    """The ``--help`` text: usage, description, then every option with its type, default and meaning."""
+    passthrough = dict(passthrough or {})
+    lines = [f"usage: {prog} [key=value ...]", ""]
+    if description:
+        lines += [description.strip(), ""]
+    lines.append("options (key=value; default in brackets):")
+    rows = []
+    for name, (f, kind) in _fields(cls).items():
+        if name in passthrough.values():
+            prefix = next(p for p, target in passthrough.items() if target == name)
+            rows.append((f"{prefix}.<key>", "value [none]", f.metadata.get("help", "")))
+            continue
+        rows.append((name, f"{_type_name(kind)} [{_default_text(f)}]", f.metadata.get("help", "")))
+    width = max(len(r[0]) for r in rows) + 2
+    for key, kind, text in rows:
+        lines.append(f"  {key:<{width}}{kind}")
+        if text:
+            lines.append(f"  {'':<{width}}  {text}")
+    return "\n".join(lines)
+
+
+def _split(argv: Sequence[str], names: Sequence[str], passthrough: Mapping[str, str]) -> tuple[dict, dict]:
+    """Split ``key=value`` arguments into own options and pass-through groups (raw strings)."""
+    own: dict[str, str] = {}
+    groups: dict[str, dict[str, str]] = {target: {} for target in passthrough.values()}
+    for arg in argv:
+        key, sep, raw = arg.partition("=")
+        key = key.lstrip("-").replace("-", "_")
+        if not sep:
+            example = f"{names[0]}=..." if names else "key=value"
+            raise ConfigError(f"arguments are key=value pairs, got {arg!r} (e.g. {example}).")
+        prefix, dot, sub = key.partition(".")
+        if dot and prefix in passthrough:
+            if not sub:
+                raise ConfigError(f"{arg!r} names no key after {prefix}. (e.g. {prefix}.data_dir=/path).")
+            groups[passthrough[prefix]][sub] = raw
+            continue
+        if key not in names or key in passthrough.values():
+            close = difflib.get_close_matches(key, [n for n in names if n not in passthrough.values()], n=3)
+            hint = f"did you mean {' or '.join(close)}? " if close else ""
+            raise ConfigError(f"unknown option {key!r}; {hint}see --help for the options.")
+        own[key] = raw
+    return own, groups
+
+
+def _yaml_value(raw: str) -> Any:
+    from omegaconf import OmegaConf
+
+    return OmegaConf.to_container(OmegaConf.from_dotlist([f"v={raw}"]))["v"]  # type: ignore[index]
+
+
+def parse_config(
+    cls: type[T],
+    argv: Sequence[str],
+    *,
+    prog: str,
+    description: str = "",
+    passthrough: Mapping[str, str] | None = None,
+) -> T:
+    """Build a `cls` instance from ``key=value`` arguments.
+
+    Args:
+        cls: A dataclass; every field needs a default; ``metadata["help"]`` documents it.
+        argv: The arguments, e.g. ``["steps=20", "env.data_dir=/data"]``.
+        prog: Program name for ``--help``.
+        description: Shown under the usage line of ``--help``.
+        passthrough: Prefix -> dict field: ``{"env": "env_options"}`` sends ``env.k=v`` into
+            ``env_options["k"]`` (values parsed as YAML scalars: ``3`` is an int, ``a`` a string).
+
+    Returns:
+        The config (its ``__post_init__`` has run).
+
+    Raises:
+        HelpRequested: For ``-h``/``--help`` (its ``text`` is the help).
+        ConfigError: For a malformed argument, an unknown key, a value of the wrong type, or a value
+            the dataclass's validation refuses; one line naming the option and the fix.
+    """
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    passthrough = dict(passthrough or {})
+    if any(a in ("-h", "--help") for a in argv):
+        raise HelpRequested(format_help(cls, prog=prog, description=description, passthrough=passthrough))
+    fields = _fields(cls)
+    own, groups = _split(argv, list(fields), passthrough)
+    schema = OmegaConf.structured(cls)
+    for key, raw in own.items():
+        kind = fields[key][1]
+        try:
+            OmegaConf.merge(schema, OmegaConf.from_dotlist([f"{key}={raw}"]))
+        except OmegaConfBaseException:
+            raise ConfigError(
+                f"option {key} expects {_type_name(kind)}, got {raw!r} (e.g. {key}={_default_text(fields[key][0])})."
+            ) from None
+    values: dict[str, Any] = {}
+    if own:
+        merged = OmegaConf.merge(schema, OmegaConf.from_dotlist([f"{k}={v}" for k, v in own.items()]))
+        container = OmegaConf.to_container(merged)
+        values = {k: container[k] for k in own}  # type: ignore[index]
+    for target, group in groups.items():
+        values[target] = {k: _yaml_value(v) for k, v in group.items()}
+    try:
+        return cls(**values)
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+
+
+def run_cli(cls: type[T], argv: Sequence[str] | None, *, prog: str, description: str = "", **kwargs: Any) -> T | int:
+    """`parse_config` for a ``main()``: prints help (returns 0) or the error (returns 2) instead of raising."""
+    try:
+        return parse_config(cls, sys.argv[1:] if argv is None else argv, prog=prog, description=description, **kwargs)
+    except HelpRequested as exc:
+        print(exc.text)
+        return 0
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
