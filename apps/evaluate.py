@@ -62,7 +62,7 @@ def resolve(path_text: str, options: dict[str, str]) -> tuple[str, Path, str, in
         if not model_dir.exists():
             raise SystemExit(f"{model_dir} does not exist: has the run at {path} saved a checkpoint yet?")
         label = f"{path.name}{'@init' if use_init else ''}"
-        return label, model_dir, method.mode, int(run_config.get("m") or method.m)
+        return label, model_dir, method.mode, method.resolve_m(run_config.get("m"))
     if not path.exists():
         raise SystemExit(f"checkpoint {path} does not exist.")
     if "mode" not in options:

@@ -21,7 +21,7 @@ import numpy as np  # noqa: E402
 from vpo_core import compute_advantages  # noqa: E402
 from vpo_core.advantages import group_zscore, rollout_scalars  # noqa: E402
 from vpo_core.metrics import best_at_k_curve  # noqa: E402
-from vpo_core.weights import fill_negative_exponentials  # noqa: E402
+from vpo_core.weights import KeyedWeights  # noqa: E402
 
 B, G, M, D, K, L = 128, 8, 3, 32, 100, 512
 
@@ -42,8 +42,8 @@ def main() -> None:
 
     fixed_keys = fresh_keys()
     vpo_fresh = best_ms(lambda: compute_advantages("vpo", rewards, w_star=w_star, group_keys=fresh_keys()), 20)
-    negated = np.empty((B, D * K), dtype=np.float32)
-    draws = best_ms(lambda: fill_negative_exponentials(negated, fresh_keys()), 20)
+    keyed = KeyedWeights(0)
+    draws = best_ms(lambda: keyed.weights(D, K, fresh_keys()), 20)
     scalars = rollout_scalars("vpo", rewards, w_star=w_star, group_keys=fixed_keys)
     zscore = best_ms(lambda: group_zscore(scalars), 200)
     grpo_ours = best_ms(lambda: compute_advantages("grpo", rewards[:, :, :1], w_star=w_star), 100)
@@ -65,7 +65,7 @@ def main() -> None:
     rows = [
         ("veRL 0.9.1 `compute_grpo_outcome_advantage`, 1024 rollouts × 512 tokens (anchor)", verl_grpo),
         ("`compute_advantages('vpo')`, B=128 G=8 m=3 d=32 K=100, fresh group keys every call", vpo_fresh),
-        ("  of which: the 128×100×32 keyed float32 exponential variates", draws),
+        ("  of which: the 128×100×32 keyed float64 Dirichlet weights (sha256-keyed PCG64 per group)", draws),
         ("  of which: group z-score", zscore),
         ("`compute_advantages('grpo')`, same batch (m=1)", grpo_ours),
         ("`best_at_k_curve`, every k of a 1000-sample pool", curve),

@@ -31,6 +31,11 @@ from vpo_core.weights import dirichlet_weights, group_weights, stable_seed
 X = np.array([[0.1, 0.5, 0.3, 0.9]])
 
 
+def _goal(method: str, n_groups: int, d: int) -> dict:
+    """The goal weights a goal-conditioned batch needs (uniform), or nothing for other methods."""
+    return {"goal_weights": np.full((n_groups, d), 1.0 / d)} if METHODS[method].goal_prompt else {}
+
+
 # ------------------------------------------------------------------------------ test vectors
 def test_tv2_zscores():
     np.testing.assert_allclose(group_zscore(X, std="unbiased"), [[-1.024692, 0.146385, -0.439154, 1.317461]], atol=1e-6)
@@ -164,13 +169,21 @@ def test_advantages_permute_with_rollouts_and_groups(method, seed):
     m = 1 if METHODS[method].mode == "single" else 3
     rewards = rng.integers(0, 3, size=(3, 6, m, 4)) / 2.0
     keys = ["a", "b", "c"]
-    base = compute_advantages(method, rewards, w_star=np.full(4, 0.25), group_keys=keys, seed=seed)
+    goal = rng.dirichlet(np.ones(4), size=3) if METHODS[method].goal_prompt else None
+    base = compute_advantages(method, rewards, w_star=np.full(4, 0.25), group_keys=keys, seed=seed, goal_weights=goal)
     perm = rng.permutation(6)
-    shuffled = compute_advantages(method, rewards[:, perm], w_star=np.full(4, 0.25), group_keys=keys, seed=seed)
+    shuffled = compute_advantages(
+        method, rewards[:, perm], w_star=np.full(4, 0.25), group_keys=keys, seed=seed, goal_weights=goal
+    )
     np.testing.assert_allclose(shuffled, base[:, perm], atol=1e-12)
     order = [2, 0, 1]
     regrouped = compute_advantages(
-        method, rewards[order], w_star=np.full(4, 0.25), group_keys=[keys[i] for i in order], seed=seed
+        method,
+        rewards[order],
+        w_star=np.full(4, 0.25),
+        group_keys=[keys[i] for i in order],
+        seed=seed,
+        goal_weights=None if goal is None else goal[order],
     )
     np.testing.assert_allclose(regrouped, base[order], atol=1e-12)
     assert np.all(np.isfinite(base))
@@ -180,13 +193,17 @@ def test_advantages_permute_with_rollouts_and_groups(method, seed):
 def test_identical_rollouts_get_zero_advantage(method):
     m = 1 if METHODS[method].mode == "single" else 3
     rewards = np.broadcast_to(np.array([0.2, 1.0, 0.0, 0.5]), (2, 8, m, 4)).copy()
-    assert np.allclose(compute_advantages(method, rewards, w_star=np.full(4, 0.25)), 0.0, atol=1e-9)
+    assert np.array_equal(
+        compute_advantages(method, rewards, w_star=np.full(4, 0.25), **_goal(method, 2, 4)), np.zeros((2, 8))
+    )
 
 
 @settings(max_examples=60, deadline=None)
 @given(st.integers(0, 2**31 - 1), st.integers(1, 4), st.integers(1, 40))
 def test_vpo_copies_of_a_rollout_get_bit_identical_scalars(seed, m, d):
-    # The float32 path must not let a rollout's position in the batched matmul change its score.
+    # A rollout's position in the batch must not change its score (a (G·m, d) @ (d, K) product per group
+    # may round rows differently by position; a float32 product did): copies sit at positions 0, 3 and 8,
+    # on both sides of any kernel block edge, and group 2 is all copies, so its advantages must be exactly 0.
     rng = np.random.default_rng(seed)
     rewards = rng.random((3, 9, m, d)) * rng.choice([1.0, 10.0, 1000.0])
     rewards[:, 3] = rewards[:, 0]
@@ -197,36 +214,35 @@ def test_vpo_copies_of_a_rollout_get_bit_identical_scalars(seed, m, d):
     assert np.array_equal(scalars[:, 8], scalars[:, 0])
     assert np.all(compute_advantages("vpo", rewards, w_star=np.full(d, 1 / d), num_weights=37, seed=seed)[2] == 0.0)
     reference = vpo_reward(rewards, group_weights(d, 37, range(3), seed=seed)[:, None])
-    np.testing.assert_allclose(scalars, reference, rtol=2e-6)
+    np.testing.assert_allclose(scalars, reference, rtol=1e-13)
 
 
-@pytest.mark.parametrize("scale", [1e-35, 1e35])
-def test_vpo_rewards_beyond_float32_range_take_the_float64_reference(scale):
-    rewards = np.random.default_rng(3).random((2, 4, 3, 5)) * scale
-    got = rollout_scalars("vpo", rewards, w_star=np.full(5, 0.2), num_weights=11)
-    assert np.all(np.isfinite(got))
-    np.testing.assert_allclose(got, vpo_reward(rewards, group_weights(5, 11, range(2))[:, None]), rtol=1e-12)
+@pytest.mark.parametrize("scale", [1e-300, 1e-35, 1.0, 1e35, 1e300])
+def test_vpo_is_one_float64_implementation_at_every_scale(scale):
+    # one path for every magnitude (no float32 range guard): the scalars scale with the rewards
+    rewards = np.random.default_rng(3).random((20, 4, 3, 5))
+    got = rollout_scalars("vpo", rewards * scale, w_star=np.full(5, 0.2), num_weights=11)
+    unit = rollout_scalars("vpo", rewards, w_star=np.full(5, 0.2), num_weights=11)
+    np.testing.assert_allclose(got, unit * scale, rtol=1e-12)
+    np.testing.assert_allclose(unit, vpo_reward(rewards, group_weights(5, 11, range(20))[:, None]), rtol=1e-13)
 
 
-def test_vpo_falls_back_to_the_float64_reference_when_a_draw_is_all_zero(monkeypatch):
-    import vpo_core.advantages as advantages
-
-    real_fill = advantages.fill_negative_exponentials
-
-    def fill_with_a_zero_draw(out, keys, *, seed=0):
-        real_fill(out, keys, seed=seed)
-        out[0].reshape(-1, 5)[:, 2] = 0.0  # group 0, draw 2: every variate 0, so its sum is 0
-
-    monkeypatch.setattr(advantages, "fill_negative_exponentials", fill_with_a_zero_draw)
-    rewards = np.random.default_rng(0).random((2, 3, 2, 4))
-    got = rollout_scalars("vpo", rewards, w_star=np.full(4, 0.25), num_weights=5)
-    assert np.array_equal(got, vpo_reward(rewards, group_weights(4, 5, range(2))[:, None]))
+def test_vpo_scalars_do_not_depend_on_the_batch_around_a_group():
+    # groups are evaluated in blocks; a group's scalars are the same alone, in a block, or across blocks
+    rewards = np.random.default_rng(5).random((37, 6, 3, 4))
+    keys = [f"g{b}" for b in range(37)]
+    together = rollout_scalars("vpo", rewards, w_star=np.full(4, 0.25), group_keys=keys, num_weights=9, seed=4)
+    for b in (0, 15, 16, 36):
+        alone = rollout_scalars(
+            "vpo", rewards[b : b + 1], w_star=np.full(4, 0.25), group_keys=keys[b : b + 1], num_weights=9, seed=4
+        )
+        assert np.array_equal(alone[0], together[b])
 
 
 def test_degenerate_sizes_g1_m1_d1():
     one = np.array([[[[0.5]]]])
     for method in ("grpo", "vpo", "multi_rlvr", "maxrl", "random_w", "goal_cond"):
-        assert compute_advantages(method, one, w_star=[1.0]).shape == (1, 1)
+        assert compute_advantages(method, one, w_star=[1.0], **_goal(method, 1, 1)).shape == (1, 1)
     assert compute_advantages("grpo", one, w_star=[1.0])[0, 0] == 0.0
     assert compute_advantages("grpo", one, w_star=[1.0], std="unbiased")[0, 0] == pytest.approx(0.5, rel=1e-5)
     # d = 1: every Dirichlet weight is 1, so VPO is best-of-m
@@ -315,7 +331,22 @@ def test_weights_are_identical_in_a_fresh_process():
             lambda: compute_advantages("vpo", np.zeros((1, 2, 3, 2)), w_star=[0.5, 0.5], group_keys=["a", "b"]),
             "one key per group",
         ),
-        (lambda: compute_advantages("vpo", np.zeros((1, 2, 3, 2)), w_star=[0.5, 0.5], temperature=1), "unknown option"),
+        (
+            lambda: compute_advantages("grpo", np.zeros((1, 4, 1, 2)), w_star=[0.5, 0.5], k=2),
+            r"option\(s\) \['k'\] do not apply to method 'grpo'",
+        ),
+        (
+            lambda: compute_advantages("vpo", np.zeros((1, 4, 3, 2)), w_star=[0.5, 0.5], divide_by_n=True),
+            r"\['divide_by_n'\] do not apply to method 'vpo'",
+        ),
+        (
+            lambda: compute_advantages("grpo", np.zeros((1, 2, 1, 2)), w_star=[0.5, 0.5], goal_weights=[[1, 0]]),
+            "goal_weights apply to goal-conditioned methods only",
+        ),
+        (
+            lambda: compute_advantages("goal_cond", np.zeros((1, 2, 1, 2)), w_star=[0.5, 0.5]),
+            r"goal_cond needs goal_weights \(B, d\)",
+        ),
         (
             lambda: compute_advantages("vpo", np.zeros((1, 2, 3, 2)), w_star=[0.5, 0.5], std="sample"),
             "std must be one of",
@@ -333,3 +364,119 @@ def test_weights_are_identical_in_a_fresh_process():
 def test_bad_input_is_named(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def test_options_are_explicit_keyword_arguments():
+    with pytest.raises(TypeError, match="temperature"):
+        compute_advantages("vpo", np.zeros((1, 2, 3, 2)), w_star=[0.5, 0.5], temperature=1)  # type: ignore[call-arg]
+
+
+# ------------------------------------------------------------------ robustness (issue 15, estimators)
+# The tests below turn numpy's RuntimeWarnings into errors: no NaN or inf may be made along the way.
+pytestmark_robust = pytest.mark.filterwarnings("error::RuntimeWarning")
+
+
+@pytestmark_robust
+@pytest.mark.parametrize("eps", [float("nan"), -1e-6, float("inf"), "small"])
+def test_eps_must_be_a_finite_non_negative_number(eps):
+    with pytest.raises(ValueError, match="eps must be a finite number >= 0"):
+        compute_advantages("grpo", np.zeros((1, 4, 1, 2)), w_star=[0.5, 0.5], eps=eps)
+    with pytest.raises(ValueError, match="eps must be a finite number >= 0"):
+        group_zscore([[0.1, 0.2]], eps=eps)
+
+
+@pytestmark_robust
+@pytest.mark.parametrize("method", sorted(METHODS))
+@pytest.mark.parametrize("std", ["population", "unbiased"])
+def test_eps_zero_on_a_constant_group_gives_zeros(method, std):
+    m = 1 if METHODS[method].mode == "single" else 3
+    rewards = np.broadcast_to(np.array([0.2, 1.0, 0.0, 0.5]), (2, 5, m, 4)).copy()
+    got = compute_advantages(method, rewards, w_star=np.full(4, 0.25), eps=0.0, std=std, **_goal(method, 2, 4))
+    assert np.array_equal(got, np.zeros((2, 5)))
+    for n in (3, 5, 7):  # a mean that does not round-trip (3 * 0.1 / 3 != 0.1) must not leak through
+        assert np.array_equal(group_zscore(np.full((1, n), 0.1), eps=0.0, std=std), np.zeros((1, n)))
+
+
+@pytestmark_robust
+@pytest.mark.parametrize("scale", [1e-300, 1e-150, 1e150, 1e200, 1e300, 1e308])
+@pytest.mark.parametrize("std", ["population", "unbiased"])
+def test_grpo_z_scores_do_not_depend_on_the_reward_scale(scale, std):
+    rewards = (X[0] * scale)[None, :, None, None]  # (1, 4, 1, 1)
+    got = compute_advantages("grpo", rewards, w_star=[1.0], std=std, eps=0.0)
+    np.testing.assert_allclose(got, group_zscore(X, std=std, eps=0.0), rtol=1e-12)
+    with_eps = compute_advantages("grpo", rewards, w_star=[1.0], std=std)
+    assert np.all(np.isfinite(with_eps))
+    if scale >= 1.0:  # eps is negligible against a large spread
+        np.testing.assert_allclose(with_eps, group_zscore(X, std=std, eps=0.0), rtol=1e-12)
+
+
+@pytestmark_robust
+def test_z_score_of_values_at_the_float64_limit():
+    big = np.finfo(np.float64).max
+    np.testing.assert_allclose(group_zscore([[-big, big]]), [[-1.0, 1.0]])
+    np.testing.assert_allclose(
+        group_zscore([[big, big, 0.0, 0.0]], std="unbiased"), [[0.866025, 0.866025, -0.866025, -0.866025]], atol=1e-6
+    )
+
+
+@pytestmark_robust
+@pytest.mark.parametrize("scores", [[[-2e-6, 0.0]], [[-1.0, 0.5]], [[-3.0, -1.0]]])
+def test_maxrl_refuses_a_negative_group_mean(scores):
+    with pytest.raises(ValueError, match="maxrl divides by the group mean"):
+        maxrl_advantages(scores)
+
+
+@pytestmark_robust
+def test_maxrl_on_huge_rewards_equals_the_unit_scale():
+    b = np.array([[1, 0, 0, 1, 0, 0, 0, 0]], dtype=float)
+    np.testing.assert_allclose(maxrl_advantages(b * 1e308, eps=0.0), maxrl_advantages(b, eps=0.0), rtol=1e-12)
+
+
+@pytestmark_robust
+def test_an_empty_batch_is_refused():
+    with pytest.raises(ValueError, match="at least one group"):
+        compute_advantages("grpo", np.zeros((0, 4, 1, 2)), w_star=[0.5, 0.5])
+    with pytest.raises(ValueError, match="at least one group"):
+        group_zscore(np.zeros((0, 4)))
+    with pytest.raises(ValueError, match="at least one rollout"):
+        zscore_by_index(np.zeros(0), np.zeros(0))
+
+
+@pytestmark_robust
+def test_scalars_that_overflow_float64_are_refused():
+    big = np.finfo(np.float64).max
+    with pytest.raises(ValueError, match="overflow"):
+        compute_advantages("multi_rlvr", np.full((1, 2, 3, 1), big), w_star=[1.0])
+
+
+_FINITE = st.floats(allow_nan=False, allow_infinity=False, width=64)
+
+
+@pytestmark_robust
+@settings(max_examples=300, deadline=None)
+@given(
+    method=st.sampled_from(sorted(METHODS)),
+    shape=st.tuples(st.integers(1, 3), st.integers(1, 5), st.integers(1, 3), st.integers(1, 3)),
+    data=st.data(),
+    std=st.sampled_from(["population", "unbiased"]),
+    eps=st.one_of(st.just(1e-6), st.just(0.0), st.floats(min_value=0.0, max_value=1e300)),
+)
+def test_any_finite_input_gives_finite_advantages_or_a_clear_error(method, shape, data, std, eps):
+    n_groups, group_size, m, d = shape
+    if METHODS[method].mode == "single":
+        m = 1
+    rewards = data.draw(hnp.arrays(np.float64, (n_groups, group_size, m, d), elements=_FINITE))
+    w_star = data.draw(hnp.arrays(np.float64, (d,), elements=_FINITE))
+    options = {}
+    if METHODS[method].goal_prompt:
+        options["goal_weights"] = data.draw(hnp.arrays(np.float64, (n_groups, d), elements=_FINITE))
+    try:
+        got = compute_advantages(method, rewards, w_star=w_star, std=std, eps=eps, **options)
+    except ValueError as error:  # refused: the message must be ours, naming the problem
+        message = str(error)
+        assert "zero-size array" not in message
+        assert "invalid value" not in message
+        assert any(word in message for word in ("overflow", "maxrl", "k ", "G=")), message
+        return
+    assert got.shape == (n_groups, group_size)
+    assert np.all(np.isfinite(got)), (method, rewards, got)

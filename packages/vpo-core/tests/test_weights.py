@@ -7,10 +7,11 @@ import numpy as np
 import pytest
 
 from vpo_core.weights import (
+    KeyedWeights,
     dirichlet_weights,
-    fill_negative_exponentials,
     group_gamma_draws,
     group_weights,
+    keyed_generator,
     stable_seed,
 )
 
@@ -66,9 +67,9 @@ def test_bad_input(kwargs, message):
         dirichlet_weights(d, k, **kwargs)
 
 
-# ------------------------------------------------------------------ float32 exponentials (alpha = 1)
-def _reference_negative_exponentials(seed: int, key: str, n: int) -> np.ndarray:
-    """The documented definition, element by element in float64: log(1 - (x >> 9)·2^-23)."""
+# ------------------------------------------------------------------ the keyed float64 draws
+def _reference_generator(seed: int, key: str) -> np.random.Generator:
+    """The documented definition: the sha256 digest of f"{seed}:{key}" is PCG64's state and increment."""
     digest = hashlib.sha256(f"{seed}:{key}".encode()).digest()
     bit_generator = np.random.PCG64()
     bit_generator.state = {
@@ -77,25 +78,30 @@ def _reference_negative_exponentials(seed: int, key: str, n: int) -> np.ndarray:
         "has_uint32": 0,
         "uinteger": 0,
     }
-    words = []
-    for raw in bit_generator.random_raw((n + 1) // 2).tolist():
-        words += [raw & 0xFFFFFFFF, raw >> 32]
-    return np.array([math.log(1.0 - (x >> 9) / 2**23) for x in words[:n]])
+    return np.random.Generator(bit_generator)
 
 
-@pytest.mark.parametrize("n", [1, 7, 64])
-def test_negative_exponentials_follow_their_definition(n):
+@pytest.mark.parametrize("alpha", [1.0, 0.3, 2.5])
+def test_draws_follow_their_definition(alpha):
     keys = ["a", "b", "c"]
-    out = np.empty((3, n), dtype=np.float32)
-    fill_negative_exponentials(out, keys, seed=5)
+    draws = group_gamma_draws(4, 7, keys, alpha=alpha, seed=5)  # (B, k, d) over (B, d, k) blocks
     for b, key in enumerate(keys):
-        np.testing.assert_allclose(out[b], _reference_negative_exponentials(5, key, n), rtol=1e-6, atol=1e-7)
+        expected = _reference_generator(5, key).standard_gamma(alpha, size=(4, 7))
+        assert np.array_equal(draws[b], expected.T)
+    weights = group_weights(4, 7, keys, alpha=alpha, seed=5)
+    np.testing.assert_allclose(weights, draws / draws.sum(axis=-1, keepdims=True), rtol=1e-15)
+    assert np.array_equal(keyed_generator(5, "b").random(3), _reference_generator(5, "b").random(3))
 
 
-def test_negative_exponentials_are_exp1_and_prefix_stable():
-    out = np.empty((1, 200_001), dtype=np.float32)
-    fill_negative_exponentials(out, ["ks"], seed=0)
-    e = -out[0].astype(np.float64)
+def test_alpha_one_exponentials_are_numpys_gamma_one():
+    # one sampler for every alpha: standard_exponential is the fast spelling of standard_gamma(1.0)
+    fast = KeyedWeights(3).gamma_draws(6, 50, ["k"], alpha=1.0)
+    assert np.array_equal(fast[0].T, _reference_generator(3, "k").standard_gamma(1.0, size=(6, 50)))
+
+
+def test_alpha_one_draws_are_exp1_and_prefix_stable():
+    e = group_gamma_draws(1, 200_000, ["ks"], seed=0)[0, :, 0]
+    assert e.dtype == np.float64
     assert np.all(np.isfinite(e))
     assert np.all(e >= 0)
     assert e.mean() == pytest.approx(1.0, abs=0.01)
@@ -104,20 +110,19 @@ def test_negative_exponentials_are_exp1_and_prefix_stable():
     cdf = 1.0 - np.exp(-sorted_e)
     grid = np.arange(1, len(e) + 1) / len(e)
     assert np.max(np.abs(grid - cdf)) < 1.63 / math.sqrt(len(e))
-    shorter = np.empty((1, 1000), dtype=np.float32)
-    fill_negative_exponentials(shorter, ["ks"], seed=0)
-    assert np.array_equal(shorter[0], out[0, :1000])
+    shorter = group_gamma_draws(1, 1000, ["ks"], seed=0)[0, :, 0]
+    assert np.array_equal(shorter, e[:1000])
 
 
-def test_gamma_draws_for_alpha_one_are_the_negated_exponentials():
-    out = np.empty((2, 4 * 3), dtype=np.float32)
-    fill_negative_exponentials(out, ["x", "y"], seed=2)
-    draws = group_gamma_draws(4, 3, ["x", "y"], seed=2)  # (B, k, d) over (B, d, k) blocks
-    assert np.array_equal(draws, -out.reshape(2, 4, 3).transpose(0, 2, 1).astype(np.float64))
+def test_one_keyed_weights_object_serves_any_keys_in_any_order():
+    draws = KeyedWeights(9)
+    forward = draws.weights(3, 5, ["x", "y", "z"])
+    backward = draws.weights(3, 5, ["z", "y", "x"])
+    assert np.array_equal(forward, backward[::-1])
+    assert np.array_equal(forward, group_weights(3, 5, ["x", "y", "z"], seed=9))
 
 
-def test_negative_exponentials_reject_a_wrong_buffer():
-    with pytest.raises(ValueError, match="C-contiguous float32"):
-        fill_negative_exponentials(np.empty((2, 3)), ["a", "b"])
-    with pytest.raises(ValueError, match="shape \\(3, n\\)"):
-        fill_negative_exponentials(np.empty((2, 3), dtype=np.float32), ["a", "b", "c"])
+def test_tiny_alpha_never_gives_nan_weights():
+    w = group_weights(3, 2000, ["t"], alpha=1e-3, seed=1)
+    assert np.all(np.isfinite(w))
+    np.testing.assert_allclose(w.sum(axis=-1), 1.0)

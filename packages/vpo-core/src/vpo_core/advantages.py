@@ -1,19 +1,26 @@
 """Advantages for VPO and every baseline of the paper, over a batch laid out (B groups, G rollouts).
 
-`compute_advantages` is the one entry point: it turns rewards (B, G, m, d) into the rollout scalars
-of the chosen method (`rollout_scalars`) and normalises them within each group. The building blocks
-(`group_zscore`, `max_at_k_transform`, `maxrl_advantages`, `gdpo_advantages`, `zscore_by_index`) are
-public so that engine adapters reuse them instead of re-deriving the math.
+`compute_advantages` is the one entry point: the method's registered objective turns rewards
+(B, G, m, d) into rollout scalars (`rollout_scalars`), and its registered normaliser turns each
+group's scalars into advantages (`normalize_scalars`). Both halves are registered here with the
+decorators of `vpo_core.methods`; the building blocks (`group_zscore`, `max_at_k_transform`,
+`maxrl_advantages`, `gdpo_advantages`, `zscore_by_index`) are public so that engine adapters reuse
+them instead of re-deriving the math.
 
 Conventions (estimators.md): the z-score uses the population std with eps = 1e-6 added, and a group
 whose std is below eps gets all-zero advantages (the paper's appendix); ``std="unbiased"`` gives
-veRL's convention instead (Bessel-corrected std; a singleton group keeps mean 0 and std 1).
+veRL's convention instead (Bessel-corrected std; a singleton group keeps mean 0 and std 1). A group
+whose scalars are all equal gets zeros under both, for any eps >= 0.
+
+Numerics: everything is float64. Normalisers divide each group by its largest |scalar| first (a
+z-score does not depend on the scale, and eps is rescaled with it), so scalars anywhere in float64's
+range give finite advantages. Input that has no finite answer (scalars beyond float64, a negative
+group mean for MaxRL) raises a ValueError naming the problem; NaN is never returned.
 """
 
 from __future__ import annotations
 
 import math
-import threading
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -21,13 +28,23 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from vpo_core.methods import get_method
+from vpo_core.methods import (
+    NORMALIZERS,
+    OBJECTIVES,
+    Method,
+    Normalizer,
+    check_mode_m,
+    get_method,
+    register_normalizer,
+    register_objective,
+)
 from vpo_core.metrics import best_at_k_weight_rows
-from vpo_core.objectives import vpo_reward
-from vpo_core.weights import fill_negative_exponentials, group_weights
+from vpo_core.objectives import best_of_m_mean
+from vpo_core.weights import KeyedWeights, group_weights
 
 __all__ = [
     "GroupLayout",
+    "ObjectiveInputs",
     "compute_advantages",
     "gdpo_advantages",
     "group_layout",
@@ -42,7 +59,6 @@ __all__ = [
 
 Std = Literal["population", "unbiased"]
 _STDS = ("population", "unbiased")
-_OPTIONS = {"std", "eps", "goal_weights", "k", "response_lengths", "gdpo_weights", "divide_by_n"}
 
 
 # ------------------------------------------------------------------------------------ validation
@@ -51,10 +67,21 @@ def _check_std(std: Any) -> None:
         raise ValueError(f"std must be one of {_STDS}, got {std!r}.")
 
 
+def _check_eps(eps: Any) -> float:
+    if isinstance(eps, bool) or not isinstance(eps, int | float | np.integer | np.floating):
+        raise ValueError(f"eps must be a finite number >= 0, got {eps!r}.")
+    value = float(eps)
+    if not math.isfinite(value) or value < 0.0:
+        raise ValueError(f"eps must be a finite number >= 0, got {eps!r}.")
+    return value
+
+
 def _check_scores(x: ArrayLike, name: str = "scores") -> NDArray[np.float64]:
     array = np.asarray(x, dtype=np.float64)
     if array.ndim != 2 or array.shape[1] < 1:
         raise ValueError(f"{name} must have shape (B groups, G rollouts), got {array.shape}.")
+    if array.shape[0] < 1:
+        raise ValueError(f"{name} must hold at least one group (B >= 1), got shape {array.shape}.")
     if not np.all(np.isfinite(array)):
         raise ValueError(f"{name} contains NaN or inf.")
     return array
@@ -64,6 +91,8 @@ def _check_rewards(rewards: ArrayLike) -> NDArray[np.float64]:
     r = np.asarray(rewards, dtype=np.float64)
     if r.ndim != 4:
         raise ValueError(f"rewards must have shape (B groups, G rollouts, m candidates, d dims), got {r.shape}.")
+    if r.shape[0] < 1:
+        raise ValueError(f"rewards must hold at least one group (B >= 1), got shape {r.shape}.")
     if 0 in r.shape[1:]:
         raise ValueError(f"rewards must have G, m and d >= 1, got shape {r.shape}.")
     if not np.all(np.isfinite(r)):
@@ -88,38 +117,61 @@ def _keys(group_keys: Sequence[Hashable] | None, n_groups: int) -> Sequence[Hash
     return group_keys
 
 
+def _finite_or_raise(values: NDArray[np.float64], what: str) -> NDArray[np.float64]:
+    if not np.all(np.isfinite(values)):
+        raise ValueError(f"{what} overflow float64 (the true values exceed ~1.8e308); rescale the rewards or weights.")
+    return values
+
+
+def _group_scale(x: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+    """Per-group max |x| (1 for an all-zero group) and the mask of constant groups, both shape (B, 1)."""
+    constant = np.all(x == x[:, :1], axis=1, keepdims=True)
+    scale = np.max(np.abs(x), axis=1, keepdims=True)
+    return np.where(scale == 0.0, 1.0, scale), constant
+
+
+def _eps_per_unit(eps: float, scale: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The eps of a group in units of its scale; inf (so the result is 0) where the scale is below eps / 1.8e308."""
+    with np.errstate(over="ignore"):
+        return eps / scale
+
+
 # ------------------------------------------------------------------------------------ normalisers
+@register_normalizer("zscore")
 def group_zscore(scores: ArrayLike, *, std: Std = "population", eps: float = 1e-6) -> NDArray[np.float64]:
-    """Within-group z-score.
+    """Within-group z-score, (x - mean) / (std + eps).
 
     Args:
-        scores: Rollout scalars, shape (B, G).
+        scores: Rollout scalars, shape (B, G); any finite values.
         std: ``"population"`` (the paper: zeros when the std is below eps) or ``"unbiased"`` (veRL).
-        eps: Added to the std.
+        eps: Added to the std; a finite number >= 0.
 
     Returns:
-        Advantages, shape (B, G).
+        Advantages, shape (B, G); zeros for a group whose scalars are all equal.
     """
     _check_std(std)
+    eps = _check_eps(eps)
     x = _check_scores(scores)
     n = x.shape[1]
-    mean = x.mean(axis=1, keepdims=True)
-    centred = x - mean
-    if std == "population":
-        sd = np.sqrt(np.mean(centred * centred, axis=1, keepdims=True))
-        out = centred / (sd + eps)
-        return np.where(sd < eps, 0.0, out)
-    if n == 1:  # veRL: a singleton group gets mean 0 and std 1
+    if std == "unbiased" and n == 1:  # veRL: a singleton group gets mean 0 and std 1
         return x / (1.0 + eps)
-    sd = np.sqrt(np.sum(centred * centred, axis=1, keepdims=True) / (n - 1))
-    return centred / (sd + eps)
+    scale, constant = _group_scale(x)
+    unit = x / scale  # in [-1, 1]: the squares below cannot overflow
+    centred = unit - unit.mean(axis=1, keepdims=True)
+    sd = np.sqrt(np.sum(centred * centred, axis=1, keepdims=True) / (n if std == "population" else n - 1))
+    tolerance = _eps_per_unit(eps, scale)
+    degenerate = constant | (sd < tolerance) if std == "population" else constant
+    out = np.zeros_like(centred)
+    np.divide(centred, sd + tolerance, out=out, where=~np.broadcast_to(degenerate, centred.shape))
+    return out
 
 
 def max_at_k_transform(scores: ArrayLike, k: int) -> NDArray[np.float64]:
     """The unbiased per-sample max@k weights s_i (Bagirov et al.; PKPO's s), estimators.md §6.
 
     s_i = (1/C(n,k)) Σ over k-subsets S containing i of max_{l∈S} x_l; Σ_i s_i = k·(max@k estimate).
-    Computed in O(n log n) per group: one sort, a diagonal term and a reverse cumulative sum.
+    Computed in O(n log n) per group: one sort, a diagonal term and a reverse cumulative sum. Every
+    s_i is a combination of the x with coefficients summing to at most 1, so it cannot overflow.
 
     Args:
         scores: Rollout scalars, shape (B, n).
@@ -130,7 +182,7 @@ def max_at_k_transform(scores: ArrayLike, k: int) -> NDArray[np.float64]:
     """
     x = _check_scores(scores)
     n = x.shape[1]
-    if not isinstance(k, int | np.integer) or not 1 <= k <= n:
+    if not isinstance(k, int | np.integer) or isinstance(k, bool) or not 1 <= k <= n:
         raise ValueError(f"k must be an int in [1, n={n}], got {k!r}.")
     order = np.argsort(x, axis=1, kind="stable")
     xs = np.take_along_axis(x, order, axis=1)
@@ -148,6 +200,7 @@ def max_at_k_transform(scores: ArrayLike, k: int) -> NDArray[np.float64]:
     return s
 
 
+@register_normalizer("max_at_k", options=("k",))
 def max_at_k_advantages(
     scores: ArrayLike, k: int | None = None, *, std: Std = "population", eps: float = 1e-6
 ) -> NDArray[np.float64]:
@@ -165,32 +218,53 @@ def max_at_k_advantages(
     x = _check_scores(scores)
     n = x.shape[1]
     k = max(2, n // 2) if k is None else k
-    if not isinstance(k, int | np.integer) or not 1 <= k < n:
+    if not isinstance(k, int | np.integer) or isinstance(k, bool) or not 1 <= k < n:
         raise ValueError(f"max_at_k needs an int k with 1 <= k < G={n} (G rollouts per group), got {k!r}.")
     return group_zscore(max_at_k_transform(x, int(k)), std=std, eps=eps)
 
 
-def maxrl_advantages(scores: ArrayLike, *, eps: float = 1e-6, divide_by_n: bool = False) -> NDArray[np.float64]:
+@register_normalizer("maxrl", options=("divide_by_n",))
+def maxrl_advantages(
+    scores: ArrayLike, *, std: Std = "population", eps: float = 1e-6, divide_by_n: bool | None = False
+) -> NDArray[np.float64]:
     """MaxRL: (x - mean) / (mean + eps) within each group; zero where the group mean is 0.
 
     Args:
-        scores: Rollout scalars, shape (B, G).
-        eps: Added to the mean.
+        scores: Rollout scalars, shape (B, G); every group's mean must be >= 0 (MaxRL is defined for
+            non-negative rewards: a negative mean would flip the sign of every advantage).
+        std: Accepted for a uniform normaliser signature and checked; MaxRL uses no std.
+        eps: Added to the mean; a finite number >= 0.
         divide_by_n: Divide by G as veRL's official estimator does (a constant learning-rate factor).
 
     Returns:
         Advantages, shape (B, G).
+
+    Raises:
+        ValueError: If a group's mean is negative.
     """
+    _check_std(std)
+    eps = _check_eps(eps)
     x = _check_scores(scores)
-    mean = x.mean(axis=1, keepdims=True)
-    out = np.where(mean == 0.0, 0.0, (x - mean) / (mean + eps))
+    scale, _ = _group_scale(x)
+    unit = x / scale
+    mean = unit.mean(axis=1, keepdims=True)
+    if np.any(mean < 0.0):
+        worst = int(np.argmin(mean[:, 0]))
+        raise ValueError(
+            f"maxrl divides by the group mean, so it needs rollout scalars whose group mean is >= 0; group "
+            f"{worst} has mean {float(mean[worst, 0] * scale[worst, 0]):.3g}. Use non-negative rewards."
+        )
+    denominator = mean + _eps_per_unit(eps, scale)
+    out = np.zeros_like(unit)
+    np.divide(unit - mean, denominator, out=out, where=np.broadcast_to(mean > 0.0, unit.shape))
     return out / x.shape[1] if divide_by_n else out
 
 
+@register_normalizer("gdpo", options=("response_lengths", "gdpo_weights"))
 def gdpo_advantages(
     per_dim: ArrayLike,
     *,
-    weights: ArrayLike | None = None,
+    gdpo_weights: ArrayLike | None = None,
     response_lengths: ArrayLike | None = None,
     std: Std = "population",
     eps: float = 1e-6,
@@ -200,7 +274,7 @@ def gdpo_advantages(
 
     Args:
         per_dim: Per-dimension rollout rewards, shape (B, G, d).
-        weights: Channel weights, shape (d,); default all ones.
+        gdpo_weights: Channel weights, shape (d,); default all ones.
         response_lengths: Valid tokens per rollout, shape (B, G). If given, the whitening is
             token-weighted like veRL's ``masked_whiten`` (each rollout counts once per token);
             otherwise every rollout counts once.
@@ -210,137 +284,131 @@ def gdpo_advantages(
 
     Returns:
         Advantages, shape (B, G).
+
+    Raises:
+        ValueError: On bad shapes, non-finite values, or channel weights so large that the sum overflows.
     """
     r = np.asarray(per_dim, dtype=np.float64)
-    if r.ndim != 3:
-        raise ValueError(f"per_dim must have shape (B, G, d), got {r.shape}.")
+    if r.ndim != 3 or 0 in r.shape:
+        raise ValueError(f"per_dim must have shape (B, G, d) with B, G, d >= 1, got {r.shape}.")
     if not np.all(np.isfinite(r)):
         raise ValueError("per_dim contains NaN or inf.")
     n_groups, group_size, d = r.shape
-    w = np.ones(d) if weights is None else _check_vector(weights, d, "gdpo_weights")
+    w = np.ones(d) if gdpo_weights is None else _check_vector(gdpo_weights, d, "gdpo_weights")
     channels = r.transpose(0, 2, 1).reshape(n_groups * d, group_size)
     z = group_zscore(channels, std=std, eps=eps).reshape(n_groups, d, group_size)
-    summed = np.einsum("bdg,d->bg", z, w)
+    summed = _finite_or_raise(np.einsum("bdg,d->bg", z, w), "gdpo's weighted sums of z-scores")
     if response_lengths is None:
         counts = np.ones_like(summed)
     else:
         counts = np.asarray(response_lengths, dtype=np.float64)
-        if counts.shape != summed.shape or np.any(counts < 1) or not np.all(np.isfinite(counts)):
-            raise ValueError(f"response_lengths must be positive, shape {summed.shape}, got {counts.shape}.")
-    total = counts.sum()
-    mean = float(np.sum(counts * summed) / total)
-    var = float(np.sum(counts * (summed - mean) ** 2) / (total - 1.0)) if total > 1 else 0.0
-    return (summed - mean) / math.sqrt(var + whiten_eps)
+        if counts.shape != summed.shape or not np.all(np.isfinite(counts)) or np.any(counts < 1):
+            raise ValueError(f"response_lengths must be finite and >= 1 with shape {summed.shape}, got {counts.shape}.")
+    scale = float(np.max(np.abs(summed)))
+    if scale == 0.0:
+        return np.zeros_like(summed)
+    unit = summed / scale  # whitening is scale-free; whiten_eps is rescaled with it
+    weights = counts / counts.sum()
+    total = float(counts.sum())
+    mean = float(np.sum(weights * unit))
+    var = float(np.sum(weights * (unit - mean) ** 2)) * total / (total - 1.0) if total > 1 else 0.0
+    with np.errstate(over="ignore"):
+        return (unit - mean) / math.sqrt(var + whiten_eps / scale / scale)
 
 
 # ------------------------------------------------------------------------------ rollout scalars
-def _single(r: NDArray[np.float64], method: str) -> NDArray[np.float64]:
-    if r.shape[2] != 1:
+@dataclass(frozen=True)
+class ObjectiveInputs:
+    """What an objective may read besides the rewards (checked by `rollout_scalars`).
+
+    Attributes:
+        w_star: The env's fixed scalarisation, shape (d,).
+        keys: One key per group, length B (the group-shared draws are keyed by it).
+        seed: The run's seed.
+        num_weights: K, vpo's draws per group.
+        alpha: Dirichlet concentration (vpo, random_w).
+        goal_weights: goal_cond's prompt weights, shape (B, d), or None.
+    """
+
+    w_star: NDArray[np.float64]
+    keys: Sequence[Hashable]
+    seed: int
+    num_weights: int
+    alpha: float
+    goal_weights: NDArray[np.float64] | None
+
+
+@register_objective("w_star")
+def _w_star_scalars(r: NDArray[np.float64], inputs: ObjectiveInputs) -> NDArray[np.float64]:
+    """w*·r of each rollout's single answer, shape (B, G)."""
+    return np.einsum("bgd,d->bg", r[:, :, 0], inputs.w_star)
+
+
+@register_objective("per_dim")
+def _per_dim_rewards(r: NDArray[np.float64], inputs: ObjectiveInputs) -> NDArray[np.float64]:
+    """Each rollout's single reward vector, shape (B, G, d) (GDPO normalises every dimension)."""
+    return r[:, :, 0].copy()
+
+
+@register_objective("random_w")
+def _random_w_scalars(r: NDArray[np.float64], inputs: ObjectiveInputs) -> NDArray[np.float64]:
+    """w·r with one Dir(alpha) draw per group, keyed like VPO's draws, shape (B, G)."""
+    w = group_weights(r.shape[-1], 1, inputs.keys, alpha=inputs.alpha, seed=inputs.seed)[:, 0, :]
+    return np.einsum("bgd,bd->bg", r[:, :, 0], w)
+
+
+@register_objective("goal_w")
+def _goal_w_scalars(r: NDArray[np.float64], inputs: ObjectiveInputs) -> NDArray[np.float64]:
+    """w·r with the weights written into each group's prompt (`vpo_core.methods.goal_weights`), shape (B, G)."""
+    if inputs.goal_weights is None:
         raise ValueError(
-            f"method {method!r} is single-answer, so rewards must have m=1 (shape (B, G, 1, d)), got m={r.shape[2]}."
+            "goal_cond needs goal_weights (B, d): the weights written into each group's prompt "
+            "(vpo_core.methods.goal_weights(d, seed=..., task_id=...))."
         )
-    return r[:, :, 0, :]
+    return np.einsum("bgd,bd->bg", r[:, :, 0], inputs.goal_weights)
 
 
-class _Scratch(threading.local):
-    """Per-thread reusable buffers for the few-MB temporaries of `_vpo_scalars`.
+@register_objective("multi_sum")
+def _multi_sum_scalars(r: NDArray[np.float64], inputs: ObjectiveInputs) -> NDArray[np.float64]:
+    """Multi-RLVR: Σ_j w*·r_j over the de-duplicated, zero-padded answers, shape (B, G)."""
+    return np.einsum("bgjd,d->bg", r, inputs.w_star)
 
-    Allocating the (B, d·K) draws and (B, G·m, K) scores fresh on every call costs more in page
-    faults than the arithmetic (measured: 4.9 ms vs 3.1 ms for B=128, G=8, m=3, d=32, K=100).
+
+_GROUPS_PER_BLOCK = 16
+
+
+@register_objective("vpo")
+def _vpo_scalars(r: NDArray[np.float64], inputs: ObjectiveInputs) -> NDArray[np.float64]:
+    """VPO's set reward per rollout (paper eq. 2): `objectives.vpo_reward` under each group's K draws.
+
+    Copies of one rollout get bit-identical scalars, so an all-equal group has exactly zero
+    advantages: `objectives.best_of_m_mean` multiplies each rollout's (m, d) matrix by its group's
+    (d, K) weights in a matrix product of its own (a stack of B·G products, never one (G·m, d)
+    product per group, whose kernel may round a row differently by its position), then takes the
+    max over m and the mean over K along fixed axes. A rollout's value never depends on where it sits.
+
+    Groups go 16 at a time: a block's weights and scores (~0.4 MB) stay in cache and their memory is
+    reused, where one pass over B = 128 groups would fault in ~6 MB of fresh temporaries, which can
+    cost as much as the arithmetic.
     """
-
-    def __init__(self) -> None:
-        self.buffers: dict[tuple[str, str], NDArray[Any]] = {}
-
-    def get(self, name: str, shape: tuple[int, ...], dtype: type[np.generic] = np.float64) -> NDArray[Any]:
-        size = math.prod(shape)
-        slot = (name, np.dtype(dtype).str)
-        buffer = self.buffers.get(slot)
-        if buffer is None or buffer.size < size:
-            buffer = np.empty(size, dtype=dtype)
-            self.buffers[slot] = buffer
-        return buffer[:size].reshape(shape)
+    n_groups, _, _, d = r.shape
+    draws = KeyedWeights(inputs.seed)
+    out = np.empty(r.shape[:2])
+    for start in range(0, n_groups, _GROUPS_PER_BLOCK):
+        block = slice(start, start + _GROUPS_PER_BLOCK)
+        weights = draws.weights(d, inputs.num_weights, inputs.keys[block], alpha=inputs.alpha)  # (b, K, d)
+        out[block] = best_of_m_mean(r[block], weights[:, None])
+    return out
 
 
-_SCRATCH = _Scratch()
-
-
-def _first_copies(r: NDArray[np.float64]) -> NDArray[np.intp] | None:
-    """For each rollout, the index of the first rollout of its group with the same reward matrix.
-
-    A position-independent fingerprint (a row-wise product sum, never BLAS) finds candidate copies,
-    and an exact comparison confirms them, so a fingerprint collision can only miss a copy.
-
-    Args:
-        r: Rewards, shape (B, G, m, d).
-
-    Returns:
-        Indices, shape (B, G), or None when no group holds two identical rollouts.
-    """
-    n_groups, group_size = r.shape[:2]
-    flat = r.reshape(n_groups, group_size, -1)
-    probe = 0.5 + (np.arange(flat.shape[-1]) * 0.6180339887498949) % 1.0  # distinct weights in [0.5, 1.5)
-    fingerprint = np.einsum("bgn,n->bg", flat, probe)  # (B, G); einsum's own loop, the same for every row
-    first = np.argmax(fingerprint[:, :, None] == fingerprint[:, None, :], axis=2)  # (B, G)
-    if np.all(first == np.arange(group_size)):
-        return None
-    same = np.all(np.take_along_axis(flat, first[:, :, None], axis=1) == flat, axis=-1)
-    return np.where(same, first, np.arange(group_size))
-
-
-# Reward magnitudes the float32 path handles (products with variates up to ~16 summed over d stay
-# finite and normal); batches outside it take the float64 reference.
-_FLOAT32_SAFE = (1e-30, 1e30)
-
-
-def _vpo_scalars(r: NDArray[np.float64], keys: Sequence[Hashable], k: int, alpha: float, seed: int) -> NDArray:
-    """VPO's set reward per rollout, shape (B, G), with bit-identical values for copies of a rollout.
-
-    Copies must score alike (an all-equal group then has exactly zero advantages), but float32 GEMM
-    kernels round a block's edge rows differently, so copies take their first occurrence's score.
-    """
-    scalars = _vpo_set_rewards(r, keys, k, alpha, seed)
-    first = _first_copies(r)
-    return scalars if first is None else np.take_along_axis(scalars, first, axis=1)
-
-
-def _vpo_reference(r: NDArray[np.float64], keys: Sequence[Hashable], k: int, alpha: float, seed: int) -> NDArray:
-    """`objectives.vpo_reward` under each group's normalised float64 weights, shape (B, G)."""
-    return vpo_reward(r, group_weights(r.shape[-1], k, keys, alpha=alpha, seed=seed)[:, None])
-
-
-def _vpo_set_rewards(r: NDArray[np.float64], keys: Sequence[Hashable], k: int, alpha: float, seed: int) -> NDArray:
-    """VPO's set reward per rollout, shape (B, G): `objectives.vpo_reward` under each group's K weights.
-
-    For alpha = 1 this is a float32 fast path over the negated exponentials of
-    `weights.fill_negative_exponentials` (never normalised): with L = -E, the best candidate's
-    (E/ΣE)·r_j is min_j L·r_j / ΣL, and ΣL comes out of the same batched matmul as one extra row of
-    ones. The mean over K is taken in float64. Agreement with the float64 reference is ~1e-6
-    relative, three orders below the Monte Carlo error of K = 100 draws. Other alpha, and rewards
-    too large or too small for float32, take the float64 reference (`_vpo_reference`).
-    """
-    n_groups, group_size, m, d = r.shape
-    scale = max(float(r.max()), -float(r.min()))  # max |r|, without a temporary
-    if alpha != 1.0 or not (_FLOAT32_SAFE[0] <= scale <= _FLOAT32_SAFE[1] or scale == 0.0):
-        return _vpo_reference(r, keys, k, alpha, seed)
-    rows = group_size * m
-    negated = _SCRATCH.get("negated", (n_groups, d * k), np.float32)
-    fill_negative_exponentials(negated, keys, seed=seed)
-    augmented = _SCRATCH.get("augmented", (n_groups, rows + 1, d), np.float32)  # candidates, then a row of ones
-    np.copyto(augmented[:, :rows], r.reshape(n_groups, rows, d), casting="same_kind")
-    augmented[:, rows] = 1.0
-    scores = _SCRATCH.get("scores", (n_groups, rows + 1, k), np.float32)
-    np.matmul(augmented, negated.reshape(n_groups, d, k), out=scores)  # (B, G·m + 1, K)
-    totals = scores[:, rows]  # (B, K): ΣL < 0
-    if np.any(totals == 0.0):  # every variate of a draw was exactly 0 (possible for tiny d): use the reference
-        return _vpo_reference(r, keys, k, alpha, seed)
-    by_candidate = scores[:, :rows].reshape(n_groups, group_size, m, k)
-    best = _SCRATCH.get("best", (n_groups, group_size, k), np.float32)  # min_j L·r_j = -max_j E·r_j
-    np.copyto(best, by_candidate[:, :, 0])
-    for j in range(1, m):
-        np.minimum(best, by_candidate[:, :, j], out=best)
-    inverse_totals = 1.0 / (k * totals.astype(np.float64))  # (B, K)
-    return np.einsum("bgk,bk->bg", best, inverse_totals)  # the mean over K, accumulated in float64
+def _objective(method: Method) -> Any:
+    try:
+        return OBJECTIVES[method.objective]
+    except KeyError:
+        raise ValueError(
+            f"method {method.name!r} names objective {method.objective!r}, which is not registered; "
+            f"registered: {sorted(OBJECTIVES)}."
+        ) from None
 
 
 def rollout_scalars(
@@ -354,7 +422,7 @@ def rollout_scalars(
     alpha: float = 1.0,
     goal_weights: ArrayLike | Sequence[ArrayLike] | None = None,
 ) -> NDArray[np.float64]:
-    """The number each rollout contributes to its group, per method (DESIGN.md's method table).
+    """The number each rollout contributes to its group: the method's registered objective.
 
     Args:
         method: A name of `vpo_core.METHODS`.
@@ -364,42 +432,51 @@ def rollout_scalars(
         w_star: The fixed scalarisation, shape (d,) (a length-B list of (d_b,) for ragged d).
         seed: The run's seed for group-shared weights.
         group_keys: One key per group (default ``range(B)``); vpo draws `num_weights` Dirichlet
-            weights per group from ``(seed, key)``, random_w and goal_cond draw one.
+            weights per group from ``(seed, key)``, random_w draws one.
         num_weights: K, the number of weight draws of vpo.
         alpha: Dirichlet concentration.
-        goal_weights: goal_cond only: the weights written into each group's prompt, shape (B, d).
+        goal_weights: goal_cond only (and required there): the weights written into each group's
+            prompt, shape (B, d).
 
     Returns:
         Scalars, shape (B, G); for gdpo the per-dimension rewards, shape (B, G, d).
+
+    Raises:
+        ValueError: On bad shapes or values, an option the method does not read, or scalars that
+            overflow float64.
     """
     spec = get_method(method)
+    objective = _objective(spec)
+    if goal_weights is not None and not spec.goal_prompt:
+        raise ValueError(f"goal_weights apply to goal-conditioned methods only; method {method!r} does not read them.")
     if not isinstance(rewards, np.ndarray) and isinstance(rewards, list | tuple):
         return _ragged_scalars(method, rewards, w_star, seed, group_keys, num_weights, alpha, goal_weights)
     r = _check_rewards(rewards)
-    n_groups, _, _, d = r.shape
-    w = _check_vector(w_star, d, "w_star")
-    keys = _keys(group_keys, n_groups)
-    if not isinstance(num_weights, int | np.integer) or num_weights < 1:
+    n_groups, _, m, d = r.shape
+    try:
+        check_mode_m(spec.mode, m)
+    except ValueError:
+        raise ValueError(
+            f"method {method!r} is single-answer, so rewards must have m=1 (shape (B, G, 1, d)), got m={m}."
+        ) from None
+    if not isinstance(num_weights, int | np.integer) or isinstance(num_weights, bool) or num_weights < 1:
         raise ValueError(f"num_weights (K) must be a positive int, got {num_weights!r}.")
-    objective = spec.objective
-    if objective == "w_star":
-        return _single(r, method) @ w
-    if objective == "per_dim":
-        return _single(r, method).copy()
-    if objective in ("random_w", "goal_w"):
-        single = _single(r, method)
-        if objective == "goal_w" and goal_weights is not None:
-            gw = np.asarray(goal_weights, dtype=np.float64)
-            if gw.shape != (n_groups, d) or not np.all(np.isfinite(gw)):
-                raise ValueError(f"goal_weights must be finite with shape (B={n_groups}, d={d}), got {gw.shape}.")
-        else:
-            gw = group_weights(d, 1, keys, alpha=alpha if objective == "random_w" else 1.0, seed=seed)[:, 0, :]
-        return np.einsum("bgd,bd->bg", single, gw)
-    if objective == "multi_sum":
-        return (r @ w).sum(axis=-1)
-    if objective == "vpo":
-        return _vpo_scalars(r, keys, int(num_weights), alpha, seed)
-    raise ValueError(f"method {method!r} has an objective this function does not know: {objective!r}.")
+    goal = None
+    if goal_weights is not None:
+        goal = np.asarray(goal_weights, dtype=np.float64)
+        if goal.shape != (n_groups, d) or not np.all(np.isfinite(goal)):
+            raise ValueError(f"goal_weights must be finite with shape (B={n_groups}, d={d}), got {goal.shape}.")
+    inputs = ObjectiveInputs(
+        w_star=_check_vector(w_star, d, "w_star"),
+        keys=_keys(group_keys, n_groups),
+        seed=seed,
+        num_weights=int(num_weights),
+        alpha=alpha,
+        goal_weights=goal,
+    )
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported below, by name
+        scalars = objective(r, inputs)
+    return _finite_or_raise(scalars, f"the rollout scalars of method {method!r}")
 
 
 # ---------------------------------------------------------------------------------- ragged d
@@ -443,55 +520,26 @@ def _ragged_scalars(method, rewards, w_star, seed, group_keys, num_weights, alph
     return np.stack(out)
 
 
-# ------------------------------------------------------------------------------ entry point
-def compute_advantages(
-    method: str,
-    rewards: ArrayLike | Sequence[ArrayLike],
-    *,
-    w_star: ArrayLike | Sequence[ArrayLike],
-    seed: int = 0,
-    group_keys: Sequence[Hashable] | None = None,
-    num_weights: int = 100,
-    alpha: float = 1.0,
-    **options: Any,
-) -> NDArray[np.float64]:
-    """Advantages of a batch for any method of the paper.
-
-    Args:
-        method: ``"vpo"``, ``"grpo"``, ``"random_w"``, ``"goal_cond"``, ``"gdpo"``, ``"max_at_k"``,
-            ``"maxrl"`` or ``"multi_rlvr"``.
-        rewards: Shape (B groups, G rollouts, m candidates, d dims); see `rollout_scalars`.
-        w_star: The env's fixed scalarisation, shape (d,).
-        seed: Seed of the group-shared weights.
-        group_keys: One key per group (default ``range(B)``); use a key that changes every step
-            (e.g. ``(step, task_id)`` or veRL's uid) so groups get fresh weights.
-        num_weights: K, the number of weight draws per group (vpo).
-        alpha: Dirichlet concentration (vpo, random_w).
-        **options: ``std`` ("population" default, or "unbiased"), ``eps`` (1e-6), ``goal_weights``
-            (B, d) for goal_cond, ``k`` for max_at_k (default max(2, G // 2)), ``response_lengths``
-            (B, G) and ``gdpo_weights`` (d,) for gdpo, ``divide_by_n`` for maxrl.
-
-    Returns:
-        Advantages, shape (B, G), one per rollout (broadcast to its tokens by the engine).
-
-    Raises:
-        ValueError: For an unknown method or option, bad shapes, NaN/inf, or a method/m mismatch.
-    """
-    unknown = set(options) - _OPTIONS
-    if unknown:
-        raise ValueError(f"unknown option(s) {sorted(unknown)} for compute_advantages; valid: {sorted(_OPTIONS)}.")
-    _check_std(options.get("std", "population"))
-    scalars = rollout_scalars(
-        method,
-        rewards,
-        w_star=w_star,
-        seed=seed,
-        group_keys=group_keys,
-        num_weights=num_weights,
-        alpha=alpha,
-        goal_weights=options.get("goal_weights"),
-    )
-    return normalize_scalars(method, scalars, **{k: v for k, v in options.items() if k != "goal_weights"})
+# ------------------------------------------------------------------------------ normalising
+def _normalizer(method: Method, std: Any, eps: Any, options: dict[str, Any]) -> tuple[Normalizer, float]:
+    """The method's registered normaliser, after checking std, eps and that it reads every given option."""
+    try:
+        normalizer = NORMALIZERS[method.normalizer]
+    except KeyError:
+        raise ValueError(
+            f"method {method.name!r} names normaliser {method.normalizer!r}, which is not registered; "
+            f"registered: {sorted(NORMALIZERS)}."
+        ) from None
+    _check_std(std)
+    eps = _check_eps(eps)
+    unread = sorted(name for name in options if name not in normalizer.options)
+    if unread:
+        reads = ", ".join(normalizer.options) or "no options besides std and eps"
+        raise ValueError(
+            f"option(s) {unread} do not apply to method {method.name!r}: its normaliser {normalizer.name!r} "
+            f"reads {reads}."
+        )
+    return normalizer, eps
 
 
 def normalize_scalars(
@@ -503,35 +551,108 @@ def normalize_scalars(
     k: int | None = None,
     response_lengths: ArrayLike | None = None,
     gdpo_weights: ArrayLike | None = None,
-    divide_by_n: bool = False,
+    divide_by_n: bool | None = None,
 ) -> NDArray[np.float64]:
-    """The method's group normaliser applied to rollout scalars (the second half of `compute_advantages`).
+    """The method's registered normaliser applied to rollout scalars (the second half of `compute_advantages`).
 
     Args:
         method: A name of `vpo_core.METHODS`.
         scalars: From `rollout_scalars`: shape (B, G), or (B, G, d) for gdpo.
         std: z-score convention.
-        eps: Added to the std (or to the mean for maxrl).
+        eps: Added to the std (or to the mean for maxrl); a finite number >= 0.
         k: max_at_k's subset size.
         response_lengths: gdpo's token-weighted whitening, shape (B, G).
         gdpo_weights: gdpo's channel weights, shape (d,).
         divide_by_n: maxrl's veRL form.
 
     Returns:
-        Advantages, shape (B, G).
+        Advantages, shape (B, G), all finite.
+
+    Raises:
+        ValueError: For an option the method's normaliser does not read (k, response_lengths,
+            gdpo_weights and divide_by_n are method-specific), bad values, or no finite answer.
     """
-    spec = get_method(method)
-    _check_std(std)
-    eps = float(eps)
-    if spec.normalizer == "zscore":
-        return group_zscore(scalars, std=std, eps=eps)
-    if spec.normalizer == "max_at_k":
-        return max_at_k_advantages(scalars, k, std=std, eps=eps)
-    if spec.normalizer == "maxrl":
-        return maxrl_advantages(scalars, eps=eps, divide_by_n=bool(divide_by_n))
-    if spec.normalizer == "gdpo":
-        return gdpo_advantages(scalars, weights=gdpo_weights, response_lengths=response_lengths, std=std, eps=eps)
-    raise ValueError(f"method {method!r} has a normaliser this function does not know: {spec.normalizer!r}.")
+    options = {
+        name: value
+        for name, value in (
+            ("k", k),
+            ("response_lengths", response_lengths),
+            ("gdpo_weights", gdpo_weights),
+            ("divide_by_n", divide_by_n),
+        )
+        if value is not None
+    }
+    normalizer, eps = _normalizer(get_method(method), std, eps, options)
+    advantages = normalizer.fn(scalars, std=std, eps=eps, **options)
+    return _finite_or_raise(advantages, f"the advantages of method {method!r}")
+
+
+def compute_advantages(
+    method: str,
+    rewards: ArrayLike | Sequence[ArrayLike],
+    *,
+    w_star: ArrayLike | Sequence[ArrayLike],
+    seed: int = 0,
+    group_keys: Sequence[Hashable] | None = None,
+    num_weights: int = 100,
+    alpha: float = 1.0,
+    std: Std = "population",
+    eps: float = 1e-6,
+    goal_weights: ArrayLike | Sequence[ArrayLike] | None = None,
+    k: int | None = None,
+    response_lengths: ArrayLike | None = None,
+    gdpo_weights: ArrayLike | None = None,
+    divide_by_n: bool | None = None,
+) -> NDArray[np.float64]:
+    """Advantages of a batch for any method of the paper.
+
+    Args:
+        method: ``"vpo"``, ``"grpo"``, ``"random_w"``, ``"goal_cond"``, ``"gdpo"``, ``"max_at_k"``,
+            ``"maxrl"`` or ``"multi_rlvr"`` (`vpo_core.METHODS`).
+        rewards: Shape (B groups, G rollouts, m candidates, d dims); see `rollout_scalars`.
+        w_star: The env's fixed scalarisation, shape (d,).
+        seed: Seed of the group-shared weights.
+        group_keys: One key per group (default ``range(B)``); use a key that changes every step
+            (e.g. ``(step, task_id)`` or veRL's uid) so groups get fresh weights.
+        num_weights: K, the number of weight draws per group (vpo).
+        alpha: Dirichlet concentration (vpo, random_w).
+        std: ``"population"`` (the paper) or ``"unbiased"`` (veRL); every method but maxrl.
+        eps: Added to the std (to the mean for maxrl); a finite number >= 0.
+        goal_weights: goal_cond only, required: the prompt weights, shape (B, d).
+        k: max_at_k only: the subset size (default max(2, G // 2)).
+        response_lengths: gdpo only: valid tokens per rollout, shape (B, G), for token-weighted whitening.
+        gdpo_weights: gdpo only: channel weights, shape (d,).
+        divide_by_n: maxrl only: divide by G (veRL's official form).
+
+    Returns:
+        Advantages, shape (B, G), one per rollout (broadcast to its tokens by the engine); never NaN.
+
+    Raises:
+        ValueError: For an unknown method, an option the method does not read, bad shapes or
+            values, NaN/inf, a method/m mismatch, or input with no finite answer.
+    """
+    options = {
+        name: value
+        for name, value in (
+            ("k", k),
+            ("response_lengths", response_lengths),
+            ("gdpo_weights", gdpo_weights),
+            ("divide_by_n", divide_by_n),
+        )
+        if value is not None
+    }
+    _normalizer(get_method(method), std, eps, options)  # fail on a bad option before any work
+    scalars = rollout_scalars(
+        method,
+        rewards,
+        w_star=w_star,
+        seed=seed,
+        group_keys=group_keys,
+        num_weights=num_weights,
+        alpha=alpha,
+        goal_weights=goal_weights,
+    )
+    return normalize_scalars(method, scalars, std=std, eps=eps, **options)
 
 
 # ------------------------------------------------------------------------ flat batches (veRL)
@@ -563,17 +684,19 @@ def group_layout(index: ArrayLike) -> GroupLayout:
     """Group a flat batch by id; every group must have the same size (veRL's rollout.n).
 
     Args:
-        index: Group id per rollout, shape (N,) (veRL's ``uid`` object array).
+        index: Group id per rollout, shape (N,) (veRL's ``uid`` object array), N >= 1.
 
     Returns:
         The layout.
 
     Raises:
-        ValueError: If groups have different sizes.
+        ValueError: If the batch is empty or groups have different sizes.
     """
     ids = np.asarray(index, dtype=object).reshape(-1)
+    if ids.size == 0:
+        raise ValueError("the batch must hold at least one rollout, got an empty index.")
     _, first, inverse, counts = np.unique(ids.astype(str), return_index=True, return_inverse=True, return_counts=True)
-    if counts.size and np.any(counts != counts[0]):
+    if np.any(counts != counts[0]):
         raise ValueError(f"every group must have the same number of rollouts, got sizes {sorted(set(counts))}.")
     rank_of_group = np.argsort(np.argsort(first))  # groups in order of first appearance
     row = rank_of_group[inverse]
@@ -587,30 +710,48 @@ def zscore_by_index(
 ) -> NDArray[np.float64]:
     """Group z-score of a flat batch whose groups are given by an id array (groups may differ in size).
 
+    The same numbers as `group_zscore` on the (B, G) grid, group by group.
+
     Args:
-        scores: Rollout scalars, shape (N,).
+        scores: Rollout scalars, shape (N,), N >= 1.
         index: Group id per rollout, shape (N,).
         std: z-score convention (see `group_zscore`).
-        eps: Added to the std.
+        eps: Added to the std; a finite number >= 0.
 
     Returns:
         Advantages, shape (N,).
     """
     _check_std(std)
+    eps = _check_eps(eps)
     x = np.asarray(scores, dtype=np.float64).reshape(-1)
     ids = np.asarray(index, dtype=object).reshape(-1)
     if ids.shape != x.shape:
         raise ValueError(f"index must have one id per score ({x.shape[0]}), got {ids.shape[0]}.")
+    if x.size == 0:
+        raise ValueError("the batch must hold at least one rollout, got empty scores.")
     if not np.all(np.isfinite(x)):
         raise ValueError("scores contain NaN or inf.")
     _, inverse, counts = np.unique(ids.astype(str), return_inverse=True, return_counts=True)
-    sums = np.bincount(inverse, weights=x)
-    mean = sums / counts
-    centred = x - mean[inverse]
-    sq = np.bincount(inverse, weights=centred * centred)
-    if std == "population":
-        sd = np.sqrt(sq / counts)[inverse]
-        return np.where(sd < eps, 0.0, centred / (sd + eps))
+    n_groups = counts.size
+    high, low = np.full(n_groups, -np.inf), np.full(n_groups, np.inf)
+    np.maximum.at(high, inverse, x)
+    np.minimum.at(low, inverse, x)
+    constant = (high == low)[inverse]
+    scale = np.maximum(np.abs(high), np.abs(low))
+    scale = np.where(scale == 0.0, 1.0, scale)[inverse]
+    unit = x / scale
+    centred = unit - (np.bincount(inverse, weights=unit) / counts)[inverse]
+    squares = np.bincount(inverse, weights=centred * centred)
+    tolerance = _eps_per_unit(eps, scale)
     singleton = counts[inverse] == 1
-    sd = np.sqrt(sq / np.maximum(counts - 1, 1))[inverse]
-    return np.where(singleton, x / (1.0 + eps), centred / (sd + eps))
+    if std == "population":
+        sd = np.sqrt(squares / counts)[inverse]
+        degenerate = constant | (sd < tolerance)
+    else:
+        sd = np.sqrt(squares / np.maximum(counts - 1, 1))[inverse]
+        degenerate = constant | singleton
+    out = np.zeros_like(x)
+    np.divide(centred, sd + tolerance, out=out, where=~degenerate)
+    if std == "unbiased":  # veRL: a singleton group gets mean 0 and std 1
+        out[singleton] = x[singleton] / (1.0 + eps)
+    return out

@@ -14,6 +14,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from vpo_core.methods import check_mode_m
 from vpo_core.multi_answer import dedupe_reward_rows
 from vpo_core.profile import EnvProfile
 from vpo_core.spec import RewardSpec
@@ -23,8 +24,6 @@ __all__ = ["TextEnv", "goal_suffix"]
 
 P = TypeVar("P")
 A = TypeVar("A")
-
-_MODES = ("single", "multi")
 
 
 def goal_suffix(spec: RewardSpec, weights: ArrayLike) -> str:
@@ -238,9 +237,4 @@ class TextEnv(ABC, Generic[P, A]):
 
 
 def _check_mode(mode: Any, m: Any) -> None:
-    if mode not in _MODES:
-        raise ValueError(f"mode must be one of {_MODES}, got {mode!r}.")
-    if not isinstance(m, int | np.integer) or isinstance(m, bool) or m < 1:
-        raise ValueError(f"m must be a positive int, got {m!r}.")
-    if mode == "single" and m != 1:
-        raise ValueError(f"mode='single' asks for one answer, so m must be 1 (got m={m}); use mode='multi'.")
+    check_mode_m(mode, m)  # the one mode/m rule (vpo_core.methods)

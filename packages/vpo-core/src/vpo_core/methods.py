@@ -1,18 +1,123 @@
-"""The training methods of the paper (section 4.2 and appendix) as small records.
+"""The method registry: the training methods of the paper (section 4.2 and appendix) and their rules.
 
-A method fixes the prompt mode and m, the rollout scalar (objective) and the group normaliser;
-`vpo_core.compute_advantages` and both engines read these records, so a method is defined once.
+In the style of veRL's ``core_algos`` (``register_adv_est``), the two halves of every method are
+registered by name with decorators, and a method is a record naming one of each:
+
+* an **objective** (`register_objective`) turns each rollout's (m, d) reward matrix into the
+  number(s) its group compares (`vpo_core.advantages` registers ``w_star``, ``random_w``,
+  ``goal_w``, ``per_dim``, ``multi_sum`` and ``vpo``);
+* a **normaliser** (`register_normalizer`) turns a group's scalars into advantages (``zscore``,
+  ``max_at_k``, ``maxrl``, ``gdpo``) and declares the keyword options it reads beyond ``std`` and
+  ``eps``.
+
+`register_method` adds a method with its prompt mode, default m, objective, normaliser and whether
+its weights are written into the prompt. Two rules live here and nowhere else: how a method's mode
+fixes m (`check_mode_m`, `Method.resolve_m`) and which goal weights a goal-conditioned prompt gets
+(`goal_weights`). `vpo_core.compute_advantages`, both engines and the apps read these records.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal, TypeVar
 
-__all__ = ["METHODS", "Method", "get_method"]
+import numpy as np
+from numpy.typing import NDArray
 
-Objective = Literal["w_star", "random_w", "goal_w", "per_dim", "multi_sum", "vpo"]
-Normalizer = Literal["zscore", "gdpo", "max_at_k", "maxrl"]
+from vpo_core.weights import dirichlet_weights
+
+__all__ = [
+    "METHODS",
+    "MODES",
+    "NORMALIZERS",
+    "OBJECTIVES",
+    "Method",
+    "Normalizer",
+    "check_mode_m",
+    "get_method",
+    "goal_weights",
+    "register_method",
+    "register_normalizer",
+    "register_objective",
+]
+
+Mode = Literal["single", "multi"]
+MODES: tuple[Mode, ...] = ("single", "multi")
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+OBJECTIVES: dict[str, Callable[..., NDArray[np.float64]]] = {}
+"""Objective name -> ``fn(rewards (B, G, m, d), inputs) -> scalars (B, G)`` (or (B, G, d))."""
+
+
+@dataclass(frozen=True)
+class Normalizer:
+    """A registered group normaliser.
+
+    Attributes:
+        name: Registry name.
+        fn: ``fn(scalars, *, std, eps, **options) -> advantages (B, G)``.
+        options: The keyword options it reads besides ``std`` and ``eps``.
+    """
+
+    name: str
+    fn: Callable[..., NDArray[np.float64]]
+    options: tuple[str, ...]
+
+
+NORMALIZERS: dict[str, Normalizer] = {}
+
+
+def register_objective(name: str) -> Callable[[F], F]:
+    """Decorator: register a rollout objective under `name` (a second registration must be the same function)."""
+
+    def decorator(fn: F) -> F:
+        if OBJECTIVES.get(name, fn) is not fn:
+            raise ValueError(f"objective {name!r} is already registered to {OBJECTIVES[name]!r}.")
+        OBJECTIVES[name] = fn
+        return fn
+
+    return decorator
+
+
+def register_normalizer(name: str, *, options: tuple[str, ...] = ()) -> Callable[[F], F]:
+    """Decorator: register a group normaliser under `name`, with the options it reads beyond std and eps."""
+
+    def decorator(fn: F) -> F:
+        if name in NORMALIZERS and NORMALIZERS[name].fn is not fn:
+            raise ValueError(f"normaliser {name!r} is already registered to {NORMALIZERS[name].fn!r}.")
+        NORMALIZERS[name] = Normalizer(name, fn, tuple(options))
+        return fn
+
+    return decorator
+
+
+# ------------------------------------------------------------------------------------ the rules
+def check_mode_m(mode: Any, m: Any) -> None:
+    """The prompt-mode rule: mode is ``"single"`` or ``"multi"``, m a positive int, and single means m = 1.
+
+    Raises:
+        ValueError: Naming the bad value and the fix.
+    """
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}.")
+    if not isinstance(m, int | np.integer) or isinstance(m, bool) or m < 1:
+        raise ValueError(f"m must be a positive int, got {m!r}.")
+    if mode == "single" and m != 1:
+        raise ValueError(f"mode='single' asks for one answer, so m must be 1 (got m={m}); use mode='multi'.")
+
+
+def goal_weights(d: int, *, seed: int, task_id: Hashable) -> NDArray[np.float64]:
+    """The goal-conditioned baseline's weights for one task: one Dir(1) draw keyed by ``("goal", task_id)``.
+
+    The same task gets the same weights in every process and every epoch (the authors key them by
+    row), so the prompt written at export time and the reward computed later agree.
+
+    Returns:
+        Weights, shape (d,), non-negative and summing to 1.
+    """
+    return dirichlet_weights(d, 1, seed=seed, key=("goal", task_id))[0]
 
 
 @dataclass(frozen=True)
@@ -23,34 +128,66 @@ class Method:
         name: Method name (``"vpo"``, ``"grpo"``, ...).
         mode: Prompt mode: ``"single"`` or ``"multi"``.
         m: Default number of answers per completion (1 in single mode; the paper uses 3).
-        objective: How a rollout's (m, d) rewards become its scalar(s).
-        normalizer: How a group's scalars become advantages.
+        objective: Name of the registered objective: how a rollout's (m, d) rewards become its scalar(s).
+        normalizer: Name of the registered normaliser: how a group's scalars become advantages.
         goal_prompt: Whether the group's weights are written into the prompt (goal-conditioned GRPO).
         description: One line for help texts.
     """
 
     name: str
-    mode: Literal["single", "multi"]
+    mode: Mode
     m: int
-    objective: Objective
-    normalizer: Normalizer
+    objective: str
+    normalizer: str
     goal_prompt: bool
     description: str
 
+    def resolve_m(self, m: int | None = None) -> int:
+        """The number of answers per completion for this method: `m`, or the method's default.
 
-METHODS: dict[str, Method] = {
-    m.name: m
-    for m in (
-        Method("grpo", "single", 1, "w_star", "zscore", False, "GRPO on the fixed scalar w*·r"),
-        Method("random_w", "single", 1, "random_w", "zscore", False, "GRPO on w·r, w ~ Dir(alpha) per group"),
-        Method("goal_cond", "single", 1, "goal_w", "zscore", True, "GRPO on w·r, w ~ Dir(1) written into the prompt"),
-        Method("gdpo", "single", 1, "per_dim", "gdpo", False, "per-dimension z-scores, summed, batch-whitened"),
-        Method("max_at_k", "single", 1, "w_star", "max_at_k", False, "unbiased max@k transform of w*·r, z-scored"),
-        Method("maxrl", "single", 1, "w_star", "maxrl", False, "(r - mean) / (mean + eps) on w*·r"),
-        Method("multi_rlvr", "multi", 3, "multi_sum", "zscore", False, "sum of w*·r over de-duplicated answers"),
-        Method("vpo", "multi", 3, "vpo", "zscore", False, "mean over K shared Dirichlet draws of best-of-m w·r"),
-    )
-}
+        Single-answer methods need m = 1; multi-answer methods need m >= 2 (a set of one answer is
+        scalar RL: use grpo).
+
+        Raises:
+            ValueError: If m does not fit the method.
+        """
+        m = self.m if m is None else m
+        if self.mode == "single" and m != 1:
+            raise ValueError(f"method {self.name!r} is single-answer, so m must be 1 (got m={m}).")
+        check_mode_m(self.mode, m)
+        if self.mode == "multi" and m < 2:
+            raise ValueError(f"method {self.name!r} writes m answers per completion; m must be >= 2 (got m={m}).")
+        return int(m)
+
+    def prompt_goal_weights(self, d: int, *, seed: int, task_id: Hashable) -> NDArray[np.float64] | None:
+        """The weights to write into a task's prompt: `goal_weights` for goal-conditioned methods, else None."""
+        return goal_weights(d, seed=seed, task_id=task_id) if self.goal_prompt else None
+
+
+METHODS: dict[str, Method] = {}
+
+
+def register_method(
+    name: str,
+    *,
+    mode: Mode,
+    m: int,
+    objective: str,
+    normalizer: str,
+    goal_prompt: bool = False,
+    description: str = "",
+) -> Method:
+    """Add a method to `METHODS` (objective and normaliser are looked up by name when it is used).
+
+    Raises:
+        ValueError: If the name is taken or the mode and default m do not fit together.
+    """
+    if name in METHODS:
+        raise ValueError(f"method {name!r} is already registered.")
+    method = Method(name, mode, m, objective, normalizer, goal_prompt, description)
+    method.resolve_m()
+    METHODS[name] = method
+    return method
 
 
 def get_method(name: str) -> Method:
@@ -61,5 +198,24 @@ def get_method(name: str) -> Method:
     """
     try:
         return METHODS[name]
-    except KeyError:
+    except (KeyError, TypeError):
         raise ValueError(f"unknown method {name!r}; choose one of {sorted(METHODS)}.") from None
+
+
+# The paper's methods (section 4.2; estimators.md). Objectives and normalisers: `vpo_core.advantages`.
+register_method("grpo", mode="single", m=1, objective="w_star", normalizer="zscore",
+                description="GRPO on the fixed scalar w*·r")  # fmt: skip
+register_method("random_w", mode="single", m=1, objective="random_w", normalizer="zscore",
+                description="GRPO on w·r, w ~ Dir(alpha) per group")  # fmt: skip
+register_method("goal_cond", mode="single", m=1, objective="goal_w", normalizer="zscore", goal_prompt=True,
+                description="GRPO on w·r, w ~ Dir(1) written into the prompt")  # fmt: skip
+register_method("gdpo", mode="single", m=1, objective="per_dim", normalizer="gdpo",
+                description="per-dimension z-scores, summed, batch-whitened")  # fmt: skip
+register_method("max_at_k", mode="single", m=1, objective="w_star", normalizer="max_at_k",
+                description="unbiased max@k transform of w*·r, z-scored")  # fmt: skip
+register_method("maxrl", mode="single", m=1, objective="w_star", normalizer="maxrl",
+                description="(r - mean) / (mean + eps) on w*·r")  # fmt: skip
+register_method("multi_rlvr", mode="multi", m=3, objective="multi_sum", normalizer="zscore",
+                description="sum of w*·r over de-duplicated answers")  # fmt: skip
+register_method("vpo", mode="multi", m=3, objective="vpo", normalizer="zscore",
+                description="mean over K shared Dirichlet draws of best-of-m w·r")  # fmt: skip

@@ -10,7 +10,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from vpo_core._checks import finite_array
 
-__all__ = ["linear_reward", "multi_rlvr_reward", "vpo_reward"]
+__all__ = ["best_of_m_mean", "linear_reward", "multi_rlvr_reward", "vpo_reward"]
 
 
 def vpo_reward(rewards: ArrayLike, weights: ArrayLike) -> NDArray[np.float64]:
@@ -33,7 +33,25 @@ def vpo_reward(rewards: ArrayLike, weights: ArrayLike) -> NDArray[np.float64]:
         raise ValueError(
             f"rewards have d={r.shape[-1]} but weights have d={w.shape[-1]} (shapes {r.shape}, {w.shape})."
         )
-    scores = np.matmul(r, np.swapaxes(w, -1, -2))  # (..., m, K)
+    return best_of_m_mean(r, w)
+
+
+def best_of_m_mean(rewards: NDArray[np.float64], weights: NDArray[np.float64]) -> NDArray[np.float64]:
+    """`vpo_reward` without its argument checks, for callers whose arrays are already checked.
+
+    The scores of each reward matrix come from a matrix product of their own: with rewards
+    (..., m, d) and weights (..., K, d), ``np.matmul`` runs one (m, d) @ (d, K) product per matrix
+    (a stack, never one product over the concatenated rows), so a matrix's R̂ depends only on its
+    own values and its weights, bit for bit, wherever it sits in the batch.
+
+    Args:
+        rewards: Reward matrices, shape (..., m, d), finite.
+        weights: Weight vectors, shape (..., K, d), finite, broadcastable against `rewards`.
+
+    Returns:
+        R̂, shape (...).
+    """
+    scores = np.matmul(rewards, np.swapaxes(weights, -1, -2))  # (..., m, K)
     return scores.max(axis=-2).mean(axis=-1)
 
 

@@ -2,10 +2,16 @@
 
 VPO scores every rollout of a group under the same K weight vectors. The rollouts of one group are
 scored in different processes (veRL's reward workers), so the draws are a pure function of
-``(seed, key)``: the sha256 digest of ``f"{seed}:{key}"`` sets the state of a PCG64 generator, never
-Python's salted ``hash()`` or a process-global stream. With alpha = 1 the variates are float32
-exponentials from that stream (`fill_negative_exponentials`); the weights are Monte Carlo draws, so
-their precision is far below what matters, and float32 halves the work of VPO's hot path.
+``(seed, key)``: the sha256 digest of ``f"{seed}:{key}"`` sets the state of the numpy Generator
+(PCG64) that draws that group's weights, never Python's salted ``hash()`` or a process-global
+stream. A Dirichlet(alpha·1_d) vector is d Gamma(alpha) variates divided by their sum; numpy's
+float64 samplers draw them (`numpy.random.Generator.standard_gamma`, which for alpha = 1 returns
+the numbers of `numpy.random.Generator.standard_exponential`).
+
+The draws changed once more (CHANGELOG, "Unreleased"): the alpha = 1 variates used to be float32
+exponentials built from the raw PCG64 bits for a float32 fast path; they are now numpy's float64
+exponentials from the same keyed stream, so one float64 sampler serves every alpha and VPO has one
+implementation. A run keyed like an earlier one gets different, equally distributed, weights.
 """
 
 from __future__ import annotations
@@ -18,15 +24,14 @@ import numpy as np
 from numpy.typing import NDArray
 
 __all__ = [
+    "KeyedWeights",
     "dirichlet_weights",
-    "fill_negative_exponentials",
     "group_gamma_draws",
     "group_weights",
     "key_string",
+    "keyed_generator",
     "stable_seed",
 ]
-
-_MASK64 = (1 << 64) - 1
 
 
 def key_string(key: Hashable) -> str:
@@ -64,6 +69,84 @@ def _check(d: int, k: int, alpha: float) -> None:
         raise ValueError(f"alpha (Dirichlet concentration) must be a finite positive number, got {alpha!r}.")
 
 
+class KeyedWeights:
+    """Dirichlet weights keyed by ``(seed, key)``: the same numbers for a key in every process.
+
+    One numpy Generator (PCG64) serves every key: for each key its state is set from the sha256
+    digest of ``f"{seed}:{key}"`` (the digest's 256 bits are the 128-bit state and the 128-bit
+    increment, made odd). Setting the state through `numpy.random.PCG64.state` costs ~2 µs; a
+    freshly seeded Generator per group would cost ~7 µs (its SeedSequence), a sixth of VPO's time.
+
+    Args:
+        seed: The run's seed.
+    """
+
+    def __init__(self, seed: int = 0) -> None:
+        self._prefix = f"{int(seed)}:"
+        self._bit_generator = np.random.PCG64()
+        self._generator = np.random.Generator(self._bit_generator)
+
+    def generator(self, key: Hashable) -> np.random.Generator:
+        """The Generator, positioned at the start of `key`'s stream (valid until the next call)."""
+        digest = hashlib.sha256((self._prefix + key_string(key)).encode()).digest()
+        self._bit_generator.state = {
+            "bit_generator": "PCG64",
+            "state": {"state": int.from_bytes(digest[:16], "little"), "inc": int.from_bytes(digest[16:], "little") | 1},
+            "has_uint32": 0,
+            "uinteger": 0,
+        }
+        return self._generator
+
+    def gamma_draws(self, d: int, k: int, keys: Sequence[Hashable], *, alpha: float = 1.0) -> NDArray[np.float64]:
+        """K·d Gamma(alpha) variates per key: key b's Generator fills a (d, K) block in C order.
+
+        For alpha = 1 (the paper's choice) numpy's `standard_exponential` is used: it returns exactly
+        the numbers ``standard_gamma(1.0)`` would, faster.
+
+        Returns:
+            Variates, shape (B, K, d): a transposed view of a C-contiguous (B, d, K) array, the layout
+            a batched ``r @ w.T`` wants.
+        """
+        _check(d, k, alpha)
+        draws = np.empty((len(keys), d, k), dtype=np.float64)
+        for b, key in enumerate(keys):
+            rng = self.generator(key)
+            if alpha == 1.0:
+                rng.standard_exponential(out=draws[b])
+            else:
+                draws[b] = rng.standard_gamma(float(alpha), size=(d, k))
+        return draws.transpose(0, 2, 1)
+
+    def weights(self, d: int, k: int, keys: Sequence[Hashable], *, alpha: float = 1.0) -> NDArray[np.float64]:
+        """K Dirichlet(alpha·1_d) weight vectors per key: the gamma draws divided by their sums.
+
+        Returns:
+            Weights, shape (B, K, d) (a transposed view of a C-contiguous (B, d, K) array); every
+            row is non-negative and sums to 1.
+        """
+        draws = self.gamma_draws(d, k, keys, alpha=alpha)
+        blocks = draws.transpose(0, 2, 1)  # the contiguous (B, d, K) blocks: the sum over d runs along rows
+        totals = blocks.sum(axis=1, keepdims=True)  # (B, 1, K)
+        degenerate = totals <= 0.0  # only possible for tiny alpha: every gamma variate of a draw underflowed
+        if np.any(degenerate):
+            blocks[...] = np.where(degenerate, 1.0, blocks)
+            totals = np.where(degenerate, float(d), totals)
+        blocks /= totals
+        return draws
+
+
+def keyed_generator(seed: int, key: Hashable) -> np.random.Generator:
+    """A numpy Generator at the start of the stream of ``(seed, key)``: the same numbers in every process."""
+    return KeyedWeights(seed).generator(key)
+
+
+def group_gamma_draws(
+    d: int, k: int, keys: Sequence[Hashable], *, alpha: float = 1.0, seed: int = 0
+) -> NDArray[np.float64]:
+    """The Gamma(alpha) variates behind `group_weights` (`KeyedWeights.gamma_draws`), shape (B, k, d)."""
+    return KeyedWeights(seed).gamma_draws(d, k, keys, alpha=alpha)
+
+
 def group_weights(
     d: int, k: int, keys: Sequence[Hashable], *, alpha: float = 1.0, seed: int = 0
 ) -> NDArray[np.float64]:
@@ -77,44 +160,10 @@ def group_weights(
         seed: The run's seed.
 
     Returns:
-        Weights, shape (B, k, d); every row is non-negative and sums to 1. Row b depends only on
-        ``(seed, keys[b], d, k, alpha)``.
+        Weights, shape (B, k, d) (a transposed view of a C-contiguous (B, d, k) array); every row
+        is non-negative and sums to 1. Row b depends only on ``(seed, keys[b], d, k, alpha)``.
     """
-    weights = group_gamma_draws(d, k, keys, alpha=alpha, seed=seed)
-    totals = weights.sum(axis=-1, keepdims=True)
-    degenerate = totals <= 0.0  # only possible for tiny alpha: every gamma underflowed
-    if np.any(degenerate):
-        weights = np.where(degenerate, 1.0, weights)
-        totals = np.where(degenerate, float(d), totals)
-    weights /= totals
-    return weights
-
-
-def group_gamma_draws(
-    d: int, k: int, keys: Sequence[Hashable], *, alpha: float = 1.0, seed: int = 0
-) -> NDArray[np.float64]:
-    """The unnormalised Gamma(alpha) variates behind `group_weights` (Exp(1) when alpha = 1).
-
-    Dividing each row by its sum gives the Dirichlet weights. For alpha = 1 (the paper's choice) the
-    variates are the float32 exponentials of `fill_negative_exponentials`, negated and widened; for
-    other alpha they are numpy's float64 gamma sampler driven by the same keyed stream.
-
-    Returns:
-        Variates, shape (B, k, d) (a transposed view of a C-contiguous (B, d, k) array).
-    """
-    _check(d, k, alpha)
-    if alpha == 1.0:
-        negated = np.empty((len(keys), d * k), dtype=np.float32)
-        fill_negative_exponentials(negated, keys, seed=seed)
-        draws = np.negative(negated, dtype=np.float64)
-    else:
-        draws = np.empty((len(keys), d * k), dtype=np.float64)
-        generator = _KeyedGenerator(seed)
-        for b, key in enumerate(keys):
-            draws[b] = generator.at(key).standard_gamma(float(alpha), size=k * d)
-    # The stream fills a (d, k) block per group; returning its transpose keeps the (d, k) block
-    # contiguous, which is the layout a batched r @ w.T matmul wants.
-    return draws.reshape(len(keys), d, k).transpose(0, 2, 1)
+    return KeyedWeights(seed).weights(d, k, keys, alpha=alpha)
 
 
 def dirichlet_weights(d: int, k: int, *, alpha: float = 1.0, seed: int = 0, key: Hashable = 0) -> NDArray[np.float64]:
@@ -131,63 +180,3 @@ def dirichlet_weights(d: int, k: int, *, alpha: float = 1.0, seed: int = 0, key:
         Weights, shape (k, d), equal to ``group_weights(d, k, [key], alpha=alpha, seed=seed)[0]``.
     """
     return group_weights(d, k, [key], alpha=alpha, seed=seed)[0]
-
-
-class _KeyedGenerator:
-    """One PCG64 generator whose state is re-set from sha256(f"{seed}:{key}") for every key."""
-
-    def __init__(self, seed: int) -> None:
-        self._prefix = f"{int(seed)}:"  # the digest input is f"{seed}:{key_string(key)}", as `_digest`'s
-        self.bit_generator = np.random.PCG64()
-        self.generator = np.random.Generator(self.bit_generator)
-        self._state = {"bit_generator": "PCG64", "state": {"state": 0, "inc": 1}, "has_uint32": 0, "uinteger": 0}
-        self._inner = self._state["state"]
-
-    def at(self, key: Hashable) -> np.random.Generator:
-        """The generator, positioned at the start of `key`'s stream (called once per group: kept lean)."""
-        digest = hashlib.sha256((self._prefix + key_string(key)).encode()).digest()
-        self._inner["state"] = int.from_bytes(digest[:16], "little")  # type: ignore[index]
-        self._inner["inc"] = int.from_bytes(digest[16:], "little") | 1  # type: ignore[index]
-        self.bit_generator.state = self._state
-        return self.generator
-
-
-def fill_negative_exponentials(out: NDArray[np.float32], keys: Sequence[Hashable], *, seed: int = 0) -> None:
-    """Write -E for E ~ Exp(1), float32, one keyed stream per row, into a caller-owned buffer.
-
-    Row b is a pure function of ``(seed, keys[b])`` and the row length n: the first n 32-bit words
-    x of the PCG64 stream keyed by ``sha256(f"{seed}:{key}")`` (each 64-bit output split low word
-    first) become U = (x >> 9)·2⁻²³ and then log(1 - U). 1 - U is formed exactly, with bit operations:
-    the 23 bits are the mantissa of a float y in [1, 2), and 1 - U = 2 - y in [2⁻²³, 1]. The draws
-    stay negated because the objectives that use them are positively homogeneous:
-    max_j E·r_j / ΣE = min_j (-E)·r_j / Σ(-E), which saves a pass.
-
-    This is the hot path of VPO (409,600 variates for B=128, K=100, d=32): a Python loop only sets
-    each row's generator state, and the transform runs in place over the whole buffer. Rows agree
-    bit for bit across processes on machines with the same numpy build and CPU SIMD level
-    (numpy's float32 log is SIMD-dispatched; other levels may differ in the last bit).
-
-    Args:
-        out: C-contiguous float32 buffer, shape (B, n) with B = len(keys); n = d·K for VPO, read as
-            B blocks of shape (d, K).
-        keys: One key per row.
-        seed: The run's seed.
-    """
-    if out.ndim != 2 or out.shape[0] != len(keys) or out.dtype != np.float32 or not out.flags.c_contiguous:
-        raise ValueError(f"out must be a C-contiguous float32 array of shape ({len(keys)}, n), got {out.shape}.")
-    n = out.shape[1]
-    words = out.view(np.uint32)  # the raw stream is written into the output buffer, then transformed in place
-    generator = _KeyedGenerator(seed)
-    seek, random_raw = generator.at, generator.bit_generator.random_raw
-    n_raw = (n + 1) // 2
-    rows = words.view(np.uint64) if n % 2 == 0 else None
-    for b, key in enumerate(keys):
-        seek(key)
-        if rows is not None:
-            rows[b] = random_raw(n_raw)
-        else:
-            words[b] = random_raw(n_raw).view(np.uint32)[:n]
-    np.right_shift(words, 9, out=words)
-    np.bitwise_or(words, np.uint32(0x3F800000), out=words)  # the bits of y = 1 + U, U = (x >> 9)·2^-23
-    np.subtract(np.float32(2.0), out, out=out)  # 1 - U = 2 - y, exact
-    np.log(out, out=out)

@@ -13,16 +13,16 @@ from vpo_core.adapters.local.loss import actor_loss
 from vpo_core.adapters.local.policy import Policy
 from vpo_core.advantages import normalize_scalars, rollout_scalars
 from vpo_core.env import TextEnv
-from vpo_core.methods import get_method
+from vpo_core.methods import get_method, goal_weights
 from vpo_core.metrics import reward_diversity
-from vpo_core.weights import dirichlet_weights, stable_seed
+from vpo_core.weights import stable_seed
 
 __all__ = ["goal_weights_for", "rl_step"]
 
 
 def goal_weights_for(env: TextEnv[Any, Any], task: Any, seed: int) -> np.ndarray:
     """The goal-conditioned baseline's weights of a task: one Dir(1) draw keyed by the task id."""
-    return dirichlet_weights(env.spec_for(task).dim, 1, seed=seed, key=("goal", task.id))[0]
+    return goal_weights(env.spec_for(task).dim, seed=seed, task_id=task.id)
 
 
 def rl_step(

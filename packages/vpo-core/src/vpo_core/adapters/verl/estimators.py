@@ -13,6 +13,7 @@ import numpy as np
 import torch
 
 from vpo_core.advantages import group_layout, normalize_scalars, zscore_by_index
+from vpo_core.methods import NORMALIZERS, get_method
 
 __all__ = ["grpo_pop", "max_at_k", "maxrl", "vpo_options"]
 
@@ -47,17 +48,22 @@ def grpo_pop(
 
 
 def _per_group(method: str, token_level_rewards: torch.Tensor, response_mask: torch.Tensor, index: Any, config: Any):
-    """Lay the flat batch out as (B, G) groups and apply the method's normaliser from vpo-core."""
+    """Lay the flat batch out as (B, G) groups and apply the method's registered normaliser from vpo-core.
+
+    Only the options that method's normaliser reads are passed on (``k`` for max_at_k, ``divide_by_n``
+    for maxrl), so one ``algorithm.vpo`` block can serve every estimator.
+    """
     scores, ids = _scores(token_level_rewards, index)
     layout = group_layout(ids)
     options = vpo_options(config)
+    reads = NORMALIZERS[get_method(method).normalizer].options
+    specific = {name: options[name] for name in reads if options.get(name) is not None}
     grid = normalize_scalars(
         method,
         layout.to_grid(scores),
         std=options.get("std", "population"),
-        eps=float(options.get("eps", 1e-6)),
-        k=options.get("k"),
-        divide_by_n=bool(options.get("divide_by_n", False)),
+        eps=float(options.get("eps", 1e-6)),  # YAML may give "1e-6" as text
+        **specific,
     )
     return _broadcast(layout.to_flat(grid), response_mask)
 

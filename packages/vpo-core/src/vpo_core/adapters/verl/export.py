@@ -10,7 +10,6 @@ from typing import Any
 
 from vpo_core.methods import get_method
 from vpo_core.registry import make
-from vpo_core.weights import dirichlet_weights
 
 __all__ = ["OverlongReport", "count_overlong", "export_split", "load_tokenizer", "rows_for"]
 
@@ -43,16 +42,15 @@ def rows_for(
         limit: Keep the first `limit` tasks.
     """
     spec = get_method(method)
-    m = spec.m if m is None else m
-    if spec.mode == "single" and m != 1:
-        raise ValueError(f"method {method!r} is single-answer; m must be 1, got {m}.")
+    m = spec.resolve_m(m)
     config = env_config or {}
     env = make(env_id, **config)
     tasks = env.tasks(split)[:limit] if limit else env.tasks(split)
     rows = []
     for task in tasks:
         d = env.spec_for(task).dim
-        goal = dirichlet_weights(d, 1, seed=seed, key=("goal", task.id))[0].tolist() if spec.goal_prompt else []
+        weights = spec.prompt_goal_weights(d, seed=seed, task_id=task.id)
+        goal = [] if weights is None else weights.tolist()
         prompt = env.render_prompt(task, mode=spec.mode, m=m, goal_weights=goal or None)
         rows.append(
             {

@@ -213,11 +213,7 @@ def cell(
     """
     cls = _env_class(env)
     spec = get_method(method)
-    m = spec.m if m is None else int(m)
-    if spec.mode == "single" and m != 1:
-        raise ValueError(f"method {method!r} is single-answer; m must be 1, got {m}.")
-    if spec.mode == "multi" and m < 2:
-        raise ValueError(f"method {method!r} writes m answers per completion; m must be >= 2, got {m}.")
+    m = spec.resolve_m(m)
     for name, value in (("n", n), ("nnodes", nnodes), ("n_gpus", n_gpus if n_gpus is not None else 1)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise ValueError(f"{name} must be a positive int, got {value!r}.")
