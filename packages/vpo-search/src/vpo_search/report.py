@@ -151,17 +151,19 @@ def plot_curves(report: dict[str, Any], path: Path, *, title: str = "") -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
     for name, arm in report["arms"].items():
         count = len(arm["problems"])
         x = np.arange(1, len(arm["pass_at_k"]) + 1)
-        axes[0].plot(x, arm["pass_at_k"], label=f"{name} ({arm['solved']}/{count} solved)")
-        axes[1].plot(x, arm["best_at_k"], label=name)
+        axes[0].plot(x, arm["pass_at_k"], drawstyle="steps-post", label=f"{name} ({arm['solved']}/{count} solved)")
+        axes[1].plot(x, arm["best_at_k"], drawstyle="steps-post", label=name)
     for ax, label in zip(axes, ("pass@k", "best@k"), strict=True):
         ax.set_xlabel("search iteration (k = m · iteration candidates)")
         ax.set_ylabel(label)
         ax.set_ylim(-0.02, 1.02)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(alpha=0.3)
         ax.legend(loc="lower right")
     if title:
