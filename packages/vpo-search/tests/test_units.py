@@ -91,9 +91,12 @@ def test_hardest_problems_are_zero_at_best_at_30_for_every_arm(tmp_path):
     other.mkdir()
     np.save(other / "pool_grpo.npy", _pool([0, 0, 0, 1]))
     pools = load_pools([tmp_path / "pool_vpo.npy", other])
-    assert sorted(pools) == ["grpo", "vpo"]
-    np.testing.assert_allclose(pool_best_at_k(ENV, TASKS, pools["vpo"], 30), [0, 1 / 3, 0, 0])
-    np.testing.assert_allclose(pool_best_at_k(ENV, TASKS, pools["vpo"], 3), [0, 0.1 / 3, 0, 0])  # 1 chain in 10
+    vpo = str((tmp_path / "pool_vpo.npy").resolve())
+    assert sorted(pools) == sorted([vpo, str((other / "pool_grpo.npy").resolve())])
+    np.testing.assert_allclose(pool_best_at_k(ENV, TASKS, pools[vpo], 30), [0, 1 / 3, 0, 0])
+    np.testing.assert_allclose(pool_best_at_k(ENV, TASKS, pools[vpo], 3), [0, 0.1 / 3, 0, 0])  # 1 chain in 10
+    with pytest.raises(ValueError, match="given twice"):
+        load_pools([tmp_path, tmp_path / "pool_vpo.npy"])
     assert [t.id for t in hardest_problems(ENV, TASKS, pools)] == ["lcb-v1/test/0", "lcb-v1/test/2"]
     chosen = resolve_problems(ENV, TASKS, "hardest", [str(tmp_path / "pool_vpo.npy"), str(other)], k=30, max_problems=1)
     assert [t.id for t in chosen] == ["lcb-v1/test/0"]

@@ -24,11 +24,11 @@ def load_pools(paths: Sequence[str | os.PathLike[str]]) -> dict[str, NDArray[np.
         paths: Pool files, or evaluation directories (every ``pool_*.npy`` in them).
 
     Returns:
-        Pools by arm name (the file name without ``pool_`` and ``.npy``).
+        Pools by file path.
 
     Raises:
         FileNotFoundError: For a path that is neither a pool file nor a directory with pools.
-        ValueError: For a pool that is not 4-dimensional, or two pools with the same name.
+        ValueError: For a pool that is not 4-dimensional, or the same file given twice.
     """
     pools: dict[str, NDArray[np.float64]] = {}
     for raw in paths:
@@ -37,9 +37,9 @@ def load_pools(paths: Sequence[str | os.PathLike[str]]) -> dict[str, NDArray[np.
         if not files or not all(f.is_file() for f in files):
             raise FileNotFoundError(f"{path}: no pool_*.npy found; pass the pools apps/evaluate.py saved (out=).")
         for file in files:
-            name = file.stem.removeprefix("pool_")
+            name = str(file.resolve())
             if name in pools:
-                raise ValueError(f"two pools are named {name!r} ({file}); pass each arm's pool once.")
+                raise ValueError(f"{file} is given twice; pass each arm's pool once.")
             pool = np.load(file)
             if pool.ndim != 4:
                 raise ValueError(f"{file}: a pool has shape (tasks, completions, m, d), got {pool.shape}.")
