@@ -228,3 +228,12 @@ def test_answer_adapter_makes_any_text_env_searchable():
     empty = evaluate(maze, task, maze.initial_program(task))
     assert empty.score == 0.0
     assert "could not be read" in empty.feedback
+
+
+def test_tickets_are_unique_across_concurrent_callers(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    ledger = Ledger(tmp_path)
+    with ThreadPoolExecutor(4) as pool:
+        tickets = list(pool.map(lambda _: ledger.next_ticket(), range(200)))
+    assert sorted(tickets) == list(range(200))

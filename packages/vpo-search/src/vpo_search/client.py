@@ -97,9 +97,9 @@ class CandidateFeed:
             raise EndpointUnavailable(self._aborted)
         records, self._offset = ledger.calls_after(self._offset)
         self._calls += sum(r.get("kind") == "call" for r in records)
-        call = self._calls
-        if call >= context.iterations:
+        if self._calls >= context.iterations:
             raise BudgetReached(f"the search already made its {context.iterations} model calls")
+        call = ledger.next_ticket()  # unique across worker processes and resumed runs: so are the seeds
         seeds = [call_seed(context.seed, context.arm, context.task.id, call, j) for j in range(self._requests(context))]
         completions: list[str] = []
         usage: list[dict[str, Any] | None] = []

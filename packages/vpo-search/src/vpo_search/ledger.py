@@ -78,6 +78,21 @@ class Ledger:
         """``evals.jsonl``."""
         return self.root / "evals.jsonl"
 
+    def next_ticket(self) -> int:
+        """A number no other call of this search, in any process or run, has drawn (0, 1, 2, ...)."""
+        fd = os.open(self.root / "tickets", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            raw = os.read(fd, 64).strip()
+            ticket = int(raw) if raw else 0
+            os.lseek(fd, 0, os.SEEK_SET)
+            os.ftruncate(fd, 0)
+            os.write(fd, str(ticket + 1).encode())
+            os.fsync(fd)
+            return ticket
+        finally:
+            os.close(fd)
+
     def add_call(self, record: dict[str, Any]) -> None:
         """Append a ``call``, ``call_error`` or ``abort`` record (the time is added)."""
         _append(self.calls_path, {"time": time.time(), **record})
