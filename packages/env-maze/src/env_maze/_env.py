@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from env_maze._demos import DEMONSTRATION_STYLES, demonstration_routes, render_demonstration
 from env_maze._generate import SPLITS, generate, split_seeds
 from env_maze._maze import Maze
 from env_maze._parse import extract_answer, parse_moves, split_routes
@@ -46,13 +47,18 @@ class MazeEnv(TextEnv[Maze, Route]):
     Args:
         train_size: Number of train mazes (the paper: 1000, seeds from 42).
         test_size: Number of test mazes (the paper: 100, seeds from 4242).
+        demonstrations: Warm-start style of `demonstration`: ``"random"`` (independent random valid
+            routes, the default) or ``"solver"`` (Pareto-first solver routes, an ablation).
     """
 
     env_id = "maze-v1"
     reward_spec = MAZE_SPEC
     profile = PROFILE
 
-    def __init__(self, train_size: int = 1000, test_size: int = 100) -> None:
+    def __init__(self, train_size: int = 1000, test_size: int = 100, demonstrations: str = "random") -> None:
+        if demonstrations not in DEMONSTRATION_STYLES:
+            raise ValueError(f"demonstrations must be one of {DEMONSTRATION_STYLES}, got {demonstrations!r}.")
+        self.demonstration_style = demonstrations
         for name, value, paper in (("train_size", train_size, 1000), ("test_size", test_size, 100)):
             if not isinstance(value, int) or not 1 <= value <= paper:
                 raise ValueError(f"{name} must be an int in [1, {paper}] (the paper's split size), got {value!r}.")
@@ -60,10 +66,11 @@ class MazeEnv(TextEnv[Maze, Route]):
         self._tasks: dict[str, list[Task[Maze]]] = {}
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"sizes": self.sizes}
+        return {"sizes": self.sizes, "demonstrations": self.demonstration_style}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.sizes = state["sizes"]
+        self.demonstration_style = state.get("demonstrations", "random")
         self._tasks = {}
 
     # --------------------------------------------------------------------------------- tasks
@@ -144,6 +151,15 @@ class MazeEnv(TextEnv[Maze, Route]):
         routes = list(solution.pareto_routes)
         routes = [routes[i % len(routes)] for i in range(m)]
         return render_numbered("route", [route_text(r) for r in routes])
+
+    def demonstration(
+        self, task: Task[Maze], *, mode: Mode = "single", m: int = 1, rng: np.random.Generator | None = None
+    ) -> str | None:
+        """A warm-start completion in the style of the env option ``demonstrations`` (see `env_maze._demos`)."""
+        rng = np.random.default_rng([0, task.index]) if rng is None else rng
+        n = 1 if mode == "single" else m
+        routes = demonstration_routes(task.payload, style=self.demonstration_style, n=n, rng=rng, index=task.index)
+        return render_demonstration(routes, mode=mode, m=m)
 
     def demonstrations(self, task: Task[Maze], n: int, *, seed: int = 0) -> list[str]:
         """Up to n distinct valid routes (move words), for warm-starting small models.

@@ -101,7 +101,15 @@ def test_rl_steps_change_the_model_and_resume_is_exact(tmp_path):
     assert any(not torch.equal(init[k], final[k]) for k in init)
     history = [json.loads(line) for line in (one_go / "metrics.jsonl").read_text().splitlines()]
     assert [h["step"] for h in history] == [0, 1]
-    assert {"reward/gold", "set_reward", "best_of_m", "diversity", "kl", "entropy"} <= set(history[0])
+    assert {
+        "reward/gold",
+        "set_reward",
+        "best_of_m",
+        "diversity",
+        "actor/kl_loss",
+        "actor/entropy",
+        "critic/score/mean",
+    } <= set(history[0])
     assert (one_go / "training.png").stat().st_size > 0
 
     resumed = tmp_path / "resumed"
@@ -161,13 +169,13 @@ def test_evaluate_app_writes_table_and_plot(tmp_path):
 # ----------------------------------------------------------------------------------- warm-up
 def test_supervised_warm_up_reduces_loss():
     from vpo_core.adapters.local.policy import new_policy
-    from vpo_core.adapters.local.warmup import demonstration_completion, warm_up
+    from vpo_core.adapters.local.warmup import warm_up
 
     env = vpo_core.make("maze-v1", train_size=8, test_size=2)
     tasks = env.tasks("train")
     rng = np.random.default_rng(0)
     texts = [env.render_prompt(t, mode="single", m=1)[0]["content"] for t in tasks]
-    texts += [demonstration_completion(env, t, "single", 1, rng) for t in tasks]
+    texts += [env.demonstration(t, mode="single", m=1, rng=rng) for t in tasks]
     policy = new_policy(texts * 5, vocab_size=400, hidden_size=32, layers=1, heads=2, seed=0, max_positions=1024)
     losses = warm_up(policy, env, tasks, mode="single", m=1, steps=40, batch_size=4, lr=3e-3, seed=0)
     assert len(losses) == 40

@@ -29,8 +29,9 @@ CHAT_TEMPLATE = (
 )
 
 
-# Pieces BPE may not merge with their neighbours: single-character cells of a text grid (with the
-# space or newline after them), whole words in capitals (moves such as RIGHT), numbers and XML-like tags.
+# Pieces BPE may not merge with their neighbours, whatever the env: a symbol or capital letter standing
+# alone between spaces (the cells of any text table or grid, with the space or newline after them),
+# upper-case keywords, numbers and XML-like tags; these are the units answers are built from.
 # Between them, recurring instruction text is free to merge into long tokens, which keeps prompts short.
 ATOMS = r"(?:(?<=\s)|^)[^\s\w<>](?:[ \n]|$)|(?:(?<=\s)|^)[A-Z](?:[ \n]|$)|[A-Z]{2,}[ \n]?|\d+|</?[a-z_0-9]+>"
 
@@ -39,7 +40,7 @@ def build_tokenizer(texts: Iterable[str], vocab_size: int) -> PreTrainedTokenize
     """A byte-level BPE tokenizer trained on `texts`, with a chat template.
 
     Byte-level BPE decodes exactly what it encodes, so parsed completions are the generated text;
-    the `ATOMS` split keeps grid cells and answer words as separate tokens.
+    the `ATOMS` split keeps stand-alone symbols, keywords, numbers and tags as separate tokens.
     """
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
 

@@ -17,7 +17,11 @@ from vpo_core.methods import get_method, goal_weights
 from vpo_core.metrics import reward_diversity
 from vpo_core.weights import stable_seed
 
-__all__ = ["goal_weights_for", "rl_step"]
+__all__ = ["NonFiniteLossError", "goal_weights_for", "rl_step"]
+
+
+class NonFiniteLossError(ValueError):
+    """An RL step's loss was NaN or infinite: raised before the update, so the model stays as it was."""
 
 
 def goal_weights_for(env: TextEnv[Any, Any], task: Any, seed: int) -> np.ndarray:
@@ -35,11 +39,13 @@ def rl_step(
     *,
     step: int,
     max_new_tokens: int,
+    temperature: float = 1.0,
+    top_p: float = 1.0,
 ) -> dict[str, Any]:
     """Sample G rollouts for each of `config.prompts_per_step` prompts, score, and take PPO steps.
 
     Returns:
-        The step's metrics: reward per dimension, mean w*-score, set reward (the method's rollout
+        The step's metrics (named as veRL logs them where veRL has the quantity): reward per dimension, mean w*-score, set reward (the method's rollout
         scalar), best-of-m, reward-space diversity of the groups, KL, entropy, timing.
     """
     t_start = time.perf_counter()
@@ -57,7 +63,8 @@ def rl_step(
         prompts,
         num_samples=group,
         max_new_tokens=max_new_tokens,
-        temperature=config.temperature,
+        temperature=temperature,
+        top_p=top_p,
         seed=stable_seed(config.seed, ("rollout", step)) % (2**63),
     )
     t_sampled = time.perf_counter()
@@ -95,7 +102,13 @@ def rl_step(
         ref_logp, _ = reference.log_probs(prompt_ids, response)
     policy.model.train()
     order = torch.as_tensor(rng.permutation(len(texts)), device=policy.device)
-    stats: dict[str, list[float]] = {"pg_loss": [], "kl": [], "entropy": [], "pg_clipfrac": [], "grad_norm": []}
+    stats: dict[str, list[float]] = {
+        "actor/pg_loss": [],
+        "actor/kl_loss": [],
+        "actor/entropy": [],
+        "actor/pg_clipfrac": [],
+        "actor/grad_norm": [],
+    }
     for chunk in torch.chunk(order, config.mini_batches):
         logp, entropy = policy.log_probs(prompt_ids[chunk], response[chunk], with_entropy=True)
         loss, loss_stats = actor_loss(
@@ -108,17 +121,27 @@ def rl_step(
             clip_ratio_c=config.clip_ratio_c,
             kl_coef=config.kl_coef,
         )
+        if not torch.isfinite(loss):
+            raise NonFiniteLossError(
+                f"RL step {step}: the loss is {float(loss.detach())}; stopped before updating the model, so the last good "
+                "checkpoint is kept. Lower lr= or kl_coef=, or check the env's rewards."
+            )
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         grad_norm = torch.nn.utils.clip_grad_norm_(policy.model.parameters(), config.grad_clip)
+        if not torch.isfinite(grad_norm):
+            raise NonFiniteLossError(
+                f"RL step {step}: the gradient norm is {float(grad_norm)}; stopped before updating the model, so the "
+                "last good checkpoint is kept. Lower lr= or check the env's rewards."
+            )
         optimizer.step()
-        stats["pg_loss"].append(loss_stats["pg_loss"])
-        stats["kl"].append(loss_stats["kl"])
-        stats["pg_clipfrac"].append(loss_stats["pg_clipfrac"])
-        stats["grad_norm"].append(float(grad_norm))
+        stats["actor/pg_loss"].append(loss_stats["pg_loss"])
+        stats["actor/kl_loss"].append(loss_stats["kl"])
+        stats["actor/pg_clipfrac"].append(loss_stats["pg_clipfrac"])
+        stats["actor/grad_norm"].append(float(grad_norm))
         if entropy is not None:
             token_entropy = (entropy.detach() * mask[chunk]).sum() / mask[chunk].sum().clamp(min=1)
-            stats["entropy"].append(float(token_entropy))
+            stats["actor/entropy"].append(float(token_entropy))
     policy.model.eval()
     t_done = time.perf_counter()
 
@@ -129,9 +152,15 @@ def rl_step(
     record["set_reward"] = float(np.mean(scalars))
     record["best_of_m"] = float(w_scores.max(axis=-1).mean())
     record["diversity"] = float(np.mean([reward_diversity(raw[b].reshape(-1, spec.dim)) for b in range(len(tasks))]))
-    record["response_tokens"] = float(lengths.mean())
-    record.update({k: float(np.mean(v)) for k, v in stats.items()})
-    record["time/sample_s"] = round(t_sampled - t_start, 3)
-    record["time/score_s"] = round(t_scored - t_sampled, 3)
-    record["time/update_s"] = round(t_done - t_scored, 3)
+    record["critic/score/mean"] = float(np.mean(scalars))  # veRL's score: the rollout scalar the method trains on
+    record["critic/advantages/mean"] = float(advantages.mean())
+    record["critic/advantages/max"] = float(advantages.max())
+    record["critic/advantages/min"] = float(advantages.min())
+    record["response_length/mean"] = float(lengths.mean())
+    record["response_length/max"] = float(lengths.max())
+    record["response_length/clip_ratio"] = float(np.mean(lengths >= max_new_tokens))
+    record.update({k: float(np.mean(v)) for k, v in stats.items() if v})
+    record["timing_s/gen"] = round(t_sampled - t_start, 3)
+    record["timing_s/reward"] = round(t_scored - t_sampled, 3)
+    record["timing_s/update_actor"] = round(t_done - t_scored, 3)
     return record

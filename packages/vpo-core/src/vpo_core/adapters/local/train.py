@@ -1,25 +1,35 @@
 """``uv run apps/train.py [key=value ...]``: warm-up, RL and evaluation on one machine.
 
-With no arguments: maze, VPO, a small model built locally and warmed up on the maze solver's
-demonstrations, RL with the paper's loss, then evaluation of the warmed-up and the trained model on
-the 100 test mazes. The run directory (``runs/<env>-<method>-seed<seed>`` or ``out=``) receives the
-config, per-step metrics (JSONL), checkpoints, a report (markdown + JSON) and PNG plots; running the
-same command again resumes from the last checkpoint.
+With no arguments: maze, VPO, a small model built locally and warmed up on the env's
+demonstrations (``env.demonstration``), RL with the paper's loss, then evaluation of the warmed-up
+and the trained model on the 100 test tasks. The run directory (``runs/<env>-<method>-seed<seed>`` or
+``out=``, layout in `rundir.RunDir`) receives the config, per-step metrics (JSONL), checkpoints, a
+report (markdown + JSON, with the time of each phase) and PNG plots; running the same command again
+resumes from the last checkpoint.
+
+`run` is a sequence of phases, each its own function: `open_run` (env, tasks, run directory),
+`build_policy` (model building and warm-up, or loading), `evaluate_phase` (before and after RL),
+`rl_phase` (RL steps and checkpoints) and `write_report`.
 """
 
 from __future__ import annotations
 
 import json
-import shutil
+import math
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from vpo_core.adapters.local.config import TrainConfig, parse_overrides
+from vpo_core.adapters.local.rl import NonFiniteLossError
+from vpo_core.adapters.local.rundir import RunDir, RunDirError
 
-__all__ = ["main", "run"]
+__all__ = ["NonFiniteLossError", "RunState", "main", "run"]
 
 
 def _log(message: str) -> None:
@@ -28,7 +38,6 @@ def _log(message: str) -> None:
 
 def main(argv: list[str]) -> int:
     """Entry point of the local engine (``apps/train.py engine=local``): 0 on success, 2 on bad input."""
-    from vpo_core.adapters.local.rundir import RunDirError
     from vpo_core.cli_config import ConfigError, HelpRequested
 
     try:
@@ -48,80 +57,183 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def _max_new_tokens(policy: Any, env: Any, tasks: list, mode: str, m: int) -> int:
-    from vpo_core.adapters.local.warmup import demonstration_completion
+@dataclass
+class RunState:
+    """What the phases of one run share.
 
-    rng = np.random.default_rng(0)
-    lengths = []
-    for task in tasks[:50]:
-        text = demonstration_completion(env, task, mode, m, rng)
-        if text is not None:
-            lengths.append(
-                len(policy.tokenizer(text + policy.tokenizer.eos_token, add_special_tokens=False)["input_ids"])
-            )
-    return int(max(lengths) * 1.25) + 8 if lengths else 256
+    Attributes:
+        config: The validated config.
+        env: The environment.
+        run_dir: The run directory.
+        train_tasks: Training tasks.
+        test_tasks: Evaluation tasks (the first ``eval_tasks`` of the test split).
+        timings: Seconds spent in each phase (reported).
+        sampling: Resolved sampling settings (config overrides, else ``env.profile``).
+    """
+
+    config: TrainConfig
+    env: Any
+    run_dir: RunDir
+    train_tasks: list[Any]
+    test_tasks: list[Any]
+    timings: dict[str, float] = field(default_factory=dict)
+    sampling: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def mode(self) -> str:
+        """Prompt mode of the method."""
+        return self.config.mode
+
+    @property
+    def m(self) -> int:
+        """Answers per completion."""
+        return int(self.config.m or 1)
+
+    @contextmanager
+    def timed(self, phase: str) -> Iterator[None]:
+        """Add the time spent in the block to ``timings[phase]``."""
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.timings[phase] = round(self.timings.get(phase, 0.0) + time.perf_counter() - start, 1)
 
 
-def _check_run_dir(config: TrainConfig) -> bool:
-    """Whether the run directory holds a resumable run of this config (raises on a different one)."""
-    saved = config.run_dir / "config.json"
-    if not saved.exists():
-        return False
-    previous = json.loads(saved.read_text())
-    identity = config.identity()
-    different = {k: (previous.get(k), v) for k, v in identity.items() if previous.get(k) != v}
-    if different:
-        raise ValueError(
-            f"{config.run_dir} holds a run with different settings {different}; pass out=<new dir> for a new run "
-            "or repeat the original arguments to resume it."
-        )
-    return (config.run_dir / "checkpoint" / "state.pt").exists()
+def _progress(total: int, desc: str) -> Any:
+    """A tqdm bar on stderr (a no-op object if tqdm is missing)."""
+    try:
+        from tqdm import tqdm
+    except ImportError:  # pragma: no cover
+
+        class _Null:
+            def update(self, n: int = 1) -> None: ...
+            def set_postfix(self, **kwargs: Any) -> None: ...
+            def close(self) -> None: ...
+
+        return _Null()
+    return tqdm(total=total, desc=desc, file=sys.stderr, dynamic_ncols=True, leave=True)
 
 
-def run(config: TrainConfig) -> dict[str, Any]:
-    """Run warm-up, RL and evaluation for a config; returns the report."""
+@contextmanager
+def _quiet_hf() -> Iterator[None]:
+    """Silence Hugging Face's own progress bars ("Loading weights", "Writing model shards") in the block."""
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:  # pragma: no cover
+        yield
+        return
+    enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if enabled:
+            hf_logging.enable_progress_bar()
+
+
+# ------------------------------------------------------------------------------------ phases
+def open_run(config: TrainConfig) -> RunState:
+    """Make the env, pick the tasks, check and recover the run directory, save the config.
+
+    Raises:
+        ValueError: If the directory holds a run with other settings, or the device is unavailable.
+    """
     import torch
 
     import vpo_core
-    from vpo_core.adapters.local.evaluation import evaluate_policy, markdown_table
-    from vpo_core.adapters.local.plots import plot_best_at_k, plot_training
-    from vpo_core.adapters.local.policy import load_policy, new_policy
-    from vpo_core.adapters.local.rl import rl_step
-    from vpo_core.adapters.local.warmup import demonstration_completion, warm_up
 
-    started = time.perf_counter()
     torch.set_num_threads(config.threads)
     if config.device.startswith("cuda") and not torch.cuda.is_available():
         raise ValueError("device=cuda was asked for but torch sees no CUDA device; use device=cpu.")
     env = vpo_core.make(config.env, **config.env_options)
     if config.model is not None:
-        load_policy(config.model, "cpu")  # fail early, with the loader's message, on a bad model directory
-    mode, m = config.mode, int(config.m or 1)
-    train_tasks = list(env.tasks("train"))
-    test_tasks = list(env.tasks("test"))[: config.eval_tasks]
-    run_dir = config.run_dir
-    resume = _check_run_dir(config)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "config.json").write_text(json.dumps(config.to_json(), indent=2))
-    init_dir, ckpt_dir = run_dir / "init_model", run_dir / "checkpoint"
+        from vpo_core.adapters.local.policy import load_policy
 
-    # ---------------------------------------------------------------- policy and reference
-    if resume:
-        _log(f"resuming {run_dir} from its last checkpoint")
-        policy = load_policy(ckpt_dir / "model", config.device)
-    elif config.model is not None:
-        policy = load_policy(config.model, config.device)
-        policy.save(init_dir)
-    else:
-        rng = np.random.default_rng([config.seed, 1])
-        texts = []
-        for task in train_tasks[:300]:
-            for text_mode, text_m in (("single", 1), ("multi", m if mode == "multi" else 3)):
-                texts.extend(msg["content"] for msg in env.render_prompt(task, mode=text_mode, m=text_m))  # type: ignore[arg-type]
-                demo = demonstration_completion(env, task, text_mode, text_m, rng)
-                texts.extend([demo] if demo else [])
+        with _quiet_hf():
+            load_policy(config.model, "cpu")  # fail early, with the loader's message, on a bad model directory
+    run_dir = RunDir(config.run_dir)
+    if run_dir.exists():
+        previous = run_dir.read_config()
+        identity = config.identity()
+        different = {k: (previous.get(k), v) for k, v in identity.items() if previous.get(k) != v}
+        if different:
+            raise ValueError(
+                f"{run_dir.path} holds a run with different settings {different}; pass out=<new dir> for a new run "
+                "or repeat the original arguments to resume it."
+            )
+        run_dir.recover(_log)
+    run_dir.write_config(config.to_json())
+    profile = env.profile
+    sampling = {
+        "temperature": config.temperature if config.temperature is not None else profile.train.temperature,
+        "top_p": config.top_p if config.top_p is not None else profile.train.top_p,
+        "eval_temperature": config.eval_temperature
+        if config.eval_temperature is not None
+        else profile.eval.temperature,
+        "eval_top_p": config.eval_top_p if config.eval_top_p is not None else profile.eval.top_p,
+    }
+    return RunState(
+        config=config,
+        env=env,
+        run_dir=run_dir,
+        train_tasks=list(env.tasks("train")),
+        test_tasks=list(env.tasks("test"))[: config.eval_tasks],
+        sampling=sampling,
+    )
+
+
+def _tokenizer_texts(state: RunState) -> list[str]:
+    """The env's own text for the default tokenizer: prompts and demonstrations of both modes."""
+    rng = np.random.default_rng([state.config.seed, 1])
+    texts: list[str] = []
+    for task in state.train_tasks[:300]:
+        for text_mode, text_m in (("single", 1), ("multi", state.m if state.mode == "multi" else 3)):
+            texts.extend(msg["content"] for msg in state.env.render_prompt(task, mode=text_mode, m=text_m))
+            demo = state.env.demonstration(task, mode=text_mode, m=text_m, rng=rng)
+            texts.extend([demo] if demo else [])
+    return texts
+
+
+def build_policy(state: RunState) -> tuple[Any, str, int]:
+    """The policy to train, the run id and the first RL step.
+
+    Resumes from the checkpoint if there is one; else reuses a saved ``init_model`` (a run stopped
+    before its first checkpoint), loads ``model=`` or builds and warms up the default model.
+
+    Returns:
+        (policy, run id = digest of ``init_model``, first step).
+
+    Raises:
+        RunDirError: If the checkpoint belongs to another init model or its state is corrupt.
+    """
+    from vpo_core.adapters.local.policy import load_policy, new_policy
+    from vpo_core.adapters.local.warmup import warm_up
+
+    config, run_dir = state.config, state.run_dir
+    run_id = run_dir.run_id()
+    if run_dir.has_checkpoint() and run_id is not None:
+        manifest = run_dir.read_manifest()
+        if manifest.get("run_id") != run_id:
+            raise RunDirError(
+                f"{run_dir.checkpoint} was trained from another init model than {run_dir.init_model}; "
+                "pass out=<new dir> for a new run."
+            )
+        _log(f"resuming {run_dir.path} from its checkpoint at step {manifest['step']}")
+        with _quiet_hf():
+            policy = load_policy(run_dir.checkpoint_model, config.device)
+        return policy, run_id, int(manifest["step"])
+    if run_id is not None:
+        _log(f"reusing the warm-started model in {run_dir.init_model} (no checkpoint yet)")
+        with _quiet_hf():
+            return load_policy(run_dir.init_model, config.device), run_id, 0
+    if config.model is not None:
+        with state.timed("build"), _quiet_hf():
+            policy = load_policy(config.model, config.device)
+            run_id = run_dir.save_init_model(policy.save)
+        return policy, run_id, 0
+    with state.timed("build"):
         policy = new_policy(
-            texts,
+            _tokenizer_texts(state),
             vocab_size=config.vocab_size,
             hidden_size=config.hidden_size,
             layers=config.layers,
@@ -130,103 +242,196 @@ def run(config: TrainConfig) -> dict[str, Any]:
             max_positions=1024,
             device=config.device,
         )
-        n_params = sum(p.numel() for p in policy.model.parameters())
-        _log(f"built a {n_params / 1e6:.2f}M-parameter model and a {len(policy.tokenizer)}-token tokenizer")
-        if config.warmup_steps:
-            t0 = time.perf_counter()
+    n_params = sum(p.numel() for p in policy.model.parameters())
+    _log(f"built a {n_params / 1e6:.2f}M-parameter model and a {len(policy.tokenizer)}-token tokenizer")
+    if config.warmup_steps:
+        with state.timed("warmup"):
+            bar = _progress(config.warmup_steps, "warm-up")
+
+            def tick(step: int, loss: float) -> None:
+                bar.update(1)
+                if step % 10 == 0:
+                    bar.set_postfix(loss=f"{loss:.3f}")
+
             losses = warm_up(
                 policy,
-                env,
-                train_tasks,
-                mode=mode,
-                m=m,
+                state.env,
+                state.train_tasks,
+                mode=state.mode,
+                m=state.m,
                 steps=config.warmup_steps,
                 batch_size=config.warmup_batch,
                 lr=config.warmup_lr,
                 seed=config.seed,
-                log=lambda s, loss: (
-                    _log(f"warm-up {s + 1}/{config.warmup_steps} loss {loss:.3f}") if (s + 1) % 50 == 0 else None
-                ),
+                log=tick,
             )
-            (run_dir / "warmup_loss.json").write_text(json.dumps(losses))
-            _log(f"warm-up done in {time.perf_counter() - t0:.0f}s (loss {losses[0]:.2f} -> {losses[-1]:.2f})")
-        policy.save(init_dir)
-    reference = load_policy(init_dir, config.device)
-    reference.model.requires_grad_(False)
-    max_new = config.max_new_tokens or _max_new_tokens(policy, env, train_tasks, mode, m)
+            bar.close()
+        state.run_dir.warmup_loss_file.write_text(json.dumps(losses))
+        _log(f"warm-up done in {state.timings['warmup']:.0f}s (loss {losses[0]:.2f} -> {losses[-1]:.2f})")
+    with _quiet_hf():
+        run_id = run_dir.save_init_model(policy.save)
+    return policy, run_id, 0
 
-    def evaluate(p: Any, name: str) -> Any:
-        return evaluate_policy(
-            p,
-            env,
-            test_tasks,
+
+def token_budget(state: RunState, policy: Any) -> int:
+    """Token budget per completion.
+
+    ``max_new_tokens=`` if given, else the env profile's training budget capped at 1.25x the longest of
+    50 demonstrations (a small model needs no more room than its demonstrations took).
+    """
+    if state.config.max_new_tokens:
+        return int(state.config.max_new_tokens)
+    budget = state.env.profile.train.max_new_tokens(state.mode, state.m)
+    rng = np.random.default_rng(0)
+    lengths = []
+    for task in state.train_tasks[:50]:
+        text = state.env.demonstration(task, mode=state.mode, m=state.m, rng=rng)
+        if text is not None:
+            ids = policy.tokenizer(text + policy.tokenizer.eos_token, add_special_tokens=False)["input_ids"]
+            lengths.append(len(ids))
+    return min(budget, int(max(lengths) * 1.25) + 8) if lengths else budget
+
+
+class _ProgressSampler:
+    """A sampler that advances a progress bar by the prompts it samples (wraps `Policy`)."""
+
+    def __init__(self, policy: Any, bar: Any) -> None:
+        self.policy, self.bar = policy, bar
+
+    def prompt_text(self, messages: Any) -> str:
+        return str(self.policy.prompt_text(messages))
+
+    def sample(self, prompts: Any, **kwargs: Any) -> list[str]:
+        texts = self.policy.sample(prompts, **kwargs)
+        self.bar.update(len(prompts))
+        return list(texts)
+
+
+def evaluate_phase(state: RunState, policy: Any, *, which: str, model: str, max_new_tokens: int) -> Any:
+    """Evaluate `policy` on the test tasks, or reuse ``eval_<which>.json`` if it was made for this model.
+
+    Args:
+        state: The run.
+        policy: The model to evaluate.
+        which: ``init`` (the warm-started model) or ``final`` (after RL).
+        model: Digest of the evaluated model's weights (an evaluation of another model is recomputed).
+        max_new_tokens: Token budget per completion.
+
+    Returns:
+        An `EvalResult` (pools empty when reused from the file).
+    """
+    from vpo_core.adapters.local.evaluation import EvalResult, evaluate_policy
+
+    config, name = state.config, ("warm-started" if which == "init" else "after RL")
+    saved = state.run_dir.read_eval(which, model=model, log=_log)
+    if saved is not None:
+        return EvalResult(name, state.mode, state.m, np.zeros((0, 0, state.m, 0)), saved["metrics"], saved["curve"])
+    with state.timed(f"eval_{which}"):
+        bar = _progress(len(state.test_tasks) * config.eval_seeds, f"evaluate {name}")
+        result = evaluate_policy(
+            _ProgressSampler(policy, bar),
+            state.env,
+            state.test_tasks,
             name=name,
-            mode=mode,
-            m=m,
+            mode=state.mode,
+            m=state.m,
             samples=config.eval_samples,
-            temperature=config.eval_temperature,
-            top_p=config.eval_top_p,
+            temperature=state.sampling["eval_temperature"],
+            top_p=state.sampling["eval_top_p"],
             seeds=config.eval_seeds,
-            max_new_tokens=max_new,
+            max_new_tokens=max_new_tokens,
         )
+        bar.close()
+    state.run_dir.write_eval(which, {"metrics": result.metrics, "curve": result.curve}, model=model)
+    _log(
+        f"evaluated the {name} model in {state.timings[f'eval_{which}']:.0f}s: mean w*-reward {result.metrics['mean_w_star']:.3f}"
+    )
+    return result
 
-    init_eval_path = run_dir / "eval_init.json"
-    if config.eval_tasks and not init_eval_path.exists():
-        t0 = time.perf_counter()
-        init_result = evaluate(reference, "warm-started")
-        init_eval_path.write_text(json.dumps({"metrics": init_result.metrics, "curve": init_result.curve}))
-        _log(f"evaluated the warm-started model in {time.perf_counter() - t0:.0f}s: {init_result.metrics}")
 
-    # ---------------------------------------------------------------------------------- RL
+def rl_phase(
+    state: RunState, policy: Any, reference: Any, *, run_id: str, first_step: int, max_new_tokens: int
+) -> list[dict[str, Any]]:
+    """RL steps from `first_step` to ``steps``, a checkpoint every ``save_every`` steps and at the end.
+
+    Returns:
+        The metrics of every step of the run (earlier ones from ``metrics.jsonl``).
+
+    Raises:
+        NonFiniteLossError: If a step's loss is not finite; nothing of that step is saved.
+    """
+    import torch
+
+    from vpo_core.adapters.local.rl import rl_step
+    from vpo_core.adapters.local.trackers import open_trackers
+
+    config, run_dir = state.config, state.run_dir
     optimizer = torch.optim.AdamW(policy.model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
-    first_step = 0
-    metrics_path = run_dir / "metrics.jsonl"
-    if resume:
-        state = torch.load(ckpt_dir / "state.pt", weights_only=False)
-        optimizer.load_state_dict(state["optimizer"])
-        first_step = int(state["step"])
-    if metrics_path.exists():  # drop steps logged after the last checkpoint
-        kept = [line for line in metrics_path.read_text().splitlines() if json.loads(line)["step"] < first_step]
-        metrics_path.write_text("".join(line + "\n" for line in kept))
+    if first_step:
+        optimizer.load_state_dict(run_dir.load_state()["optimizer"])
+    history = run_dir.keep_metrics_before(first_step, run_id, _log)
+    trackers = open_trackers(config.loggers, run_dir.path, config=config.to_json())
+    bar = _progress(config.steps, f"RL {config.method}")
+    bar.update(first_step)
     try:
-        from tqdm import tqdm
-    except ImportError:  # pragma: no cover
-        tqdm = None
-    steps = range(first_step, config.steps)
-    bar = tqdm(steps, desc=f"RL {config.method}", file=sys.stderr) if tqdm else steps
-    for step in bar:
-        record = rl_step(policy, reference, optimizer, env, train_tasks, config, step=step, max_new_tokens=max_new)
-        with metrics_path.open("a") as handle:
-            handle.write(json.dumps(record) + "\n")
-        if tqdm:
-            bar.set_postfix(
-                reward=f"{record['mean_w_star']:.3f}",
-                set=f"{record['set_reward']:.3f}",
-                div=f"{record['diversity']:.2f}",
-            )
-        if (step + 1) % config.save_every == 0 or step + 1 == config.steps:
-            tmp = run_dir / "checkpoint.tmp"
-            shutil.rmtree(tmp, ignore_errors=True)
-            policy.save(tmp / "model")
-            torch.save({"step": step + 1, "optimizer": optimizer.state_dict()}, tmp / "state.pt")
-            shutil.rmtree(ckpt_dir, ignore_errors=True)
-            tmp.rename(ckpt_dir)
+        with state.timed("rl"):
+            for step in range(first_step, config.steps):
+                record = rl_step(
+                    policy,
+                    reference,
+                    optimizer,
+                    state.env,
+                    state.train_tasks,
+                    config,
+                    step=step,
+                    max_new_tokens=max_new_tokens,
+                    temperature=state.sampling["temperature"],
+                    top_p=state.sampling["top_p"],
+                )
+                if not all(math.isfinite(v) for v in record.values() if isinstance(v, float)):
+                    raise NonFiniteLossError(
+                        f"RL step {step}: a logged metric is not finite; stopped before saving, so the last good "
+                        "checkpoint is kept. Lower lr= or check the env's rewards."
+                    )
+                record["run_id"] = run_id
+                run_dir.append_metrics(record)
+                history.append(record)
+                trackers.log(record, step=step)
+                bar.update(1)
+                bar.set_postfix(
+                    reward=f"{record['mean_w_star']:.3f}",
+                    set=f"{record['set_reward']:.3f}",
+                    div=f"{record['diversity']:.2f}",
+                )
+                if (step + 1) % config.save_every == 0 or step + 1 == config.steps:
+                    with _quiet_hf():
+                        run_dir.save_checkpoint(
+                            policy.save,
+                            {"step": step + 1, "optimizer": optimizer.state_dict()},
+                            step=step + 1,
+                            run_id=run_id,
+                        )
+    finally:
+        bar.close()
+        trackers.close()
+    return history
 
-    # ---------------------------------------------------------------------------- evaluation
-    report: dict[str, Any] = {"config": config.to_json(), "run_dir": str(run_dir)}
-    history = [json.loads(line) for line in metrics_path.read_text().splitlines()] if metrics_path.exists() else []
+
+def write_report(
+    state: RunState, history: list[dict[str, Any]], init: Any, final: Any, *, run_id: str, started: float
+) -> dict[str, Any]:
+    """Plots, ``report.md`` and ``report.json`` (with the time of each phase)."""
+    from vpo_core.adapters.local.evaluation import markdown_table
+    from vpo_core.adapters.local.plots import plot_best_at_k, plot_training
+
+    config, run_dir = state.config, state.run_dir
+    report: dict[str, Any] = {"config": config.to_json(), "run_dir": str(run_dir.path), "run_id": run_id}
     if history:
-        plot_training(history, run_dir / "training.png", title=f"{config.env} · {config.method}")
-    if config.eval_tasks:
-        t0 = time.perf_counter()
-        final = evaluate(policy, "after RL")
-        init_saved = json.loads(init_eval_path.read_text())
-        from vpo_core.adapters.local.evaluation import EvalResult
-
-        init = EvalResult("warm-started", mode, m, np.zeros((0, 0, m, 0)), init_saved["metrics"], init_saved["curve"])
-        _log(f"evaluated the trained model in {time.perf_counter() - t0:.0f}s")
+        plot_training(history, run_dir.training_plot, title=f"{config.env} · {config.method}")
+    timing_lines = ""
+    if init is not None and final is not None:
         table = markdown_table([init, final])
-        plot_best_at_k([init, final], run_dir / "best_at_k.png", title=f"{config.env} test · {config.method}")
+        plot_best_at_k([init, final], run_dir.best_at_k_plot, title=f"{config.env} test · {config.method}")
         report.update(
             {
                 "warm_started": init.metrics,
@@ -234,16 +439,45 @@ def run(config: TrainConfig) -> dict[str, Any]:
                 "learned": final.metrics["mean_w_star"] > init.metrics["mean_w_star"],
             }
         )
+    state.timings["total"] = round(time.perf_counter() - started, 1)
+    report["seconds"] = state.timings["total"]
+    report["phase_seconds"] = dict(state.timings)
+    timing_lines = ", ".join(f"{k} {v:.0f}s" for k, v in state.timings.items())
+    if init is not None and final is not None:
         summary = (
             f"# {config.env} · {config.method} (local engine)\n\n"
-            f"Evaluation on {len(test_tasks)} test tasks, {config.eval_samples} candidates per task, "
-            f"temperature {config.eval_temperature}.\n\n{table}\n\n"
+            f"Evaluation on {len(state.test_tasks)} test tasks, {config.eval_samples} candidates per task, "
+            f"temperature {state.sampling['eval_temperature']}, top-p {state.sampling['eval_top_p']}.\n\n{table}\n\n"
             f"Mean w*-reward of the candidates: {init.metrics['mean_w_star']:.3f} (warm-started) → "
-            f"{final.metrics['mean_w_star']:.3f} (after {config.steps} RL steps).\n"
+            f"{final.metrics['mean_w_star']:.3f} (after {config.steps} RL steps).\n\n"
+            f"Time per phase (this invocation): {timing_lines}.\n"
         )
-        (run_dir / "report.md").write_text(summary)
+        run_dir.report_md.write_text(summary)
         print(summary)
-    report["seconds"] = round(time.perf_counter() - started, 1)
-    (run_dir / "report.json").write_text(json.dumps(report, indent=2))
-    _log(f"done in {report['seconds']:.0f}s; run directory: {run_dir}")
+    run_dir.report_json.write_text(json.dumps(report, indent=2))
+    return report
+
+
+def run(config: TrainConfig) -> dict[str, Any]:
+    """Run warm-up, RL and evaluation for a config; returns the report."""
+    from vpo_core.adapters.local.policy import load_policy
+    from vpo_core.adapters.local.rundir import model_digest
+
+    started = time.perf_counter()
+    state = open_run(config)
+    policy, run_id, first_step = build_policy(state)
+    with _quiet_hf():
+        reference = load_policy(state.run_dir.init_model, config.device)
+    reference.model.requires_grad_(False)
+    max_new = token_budget(state, policy)
+    init = None
+    if config.eval_tasks:
+        init = evaluate_phase(state, reference, which="init", model=run_id, max_new_tokens=max_new)
+    history = rl_phase(state, policy, reference, run_id=run_id, first_step=first_step, max_new_tokens=max_new)
+    final = None
+    if config.eval_tasks:
+        final_digest = model_digest(state.run_dir.checkpoint_model)
+        final = evaluate_phase(state, policy, which="final", model=final_digest, max_new_tokens=max_new)
+    report = write_report(state, history, init, final, run_id=run_id, started=started)
+    _log(f"done in {report['seconds']:.0f}s; run directory: {state.run_dir.path}")
     return report

@@ -1,9 +1,9 @@
 """Supervised warm-up of a fresh model on the env's demonstrations (before RL).
 
-Each example is a task's prompt (in the method's mode) followed by a demonstration completion:
-in single mode one valid route, in multi mode m distinct valid routes in numbered tags. Envs that
-expose ``demonstrations(task, n)`` (env-maze's exact solver) give diverse routes; other envs fall
-back to ``reference_completion``.
+Each example is a task's prompt (in the method's mode) followed by one demonstration completion
+from ``env.demonstration(task, mode=..., m=..., rng=...)``: the env writes complete completions in its
+own format (the default is its ``reference_completion``), so the engine knows nothing of any env's
+answer format.
 """
 
 from __future__ import annotations
@@ -17,26 +17,9 @@ import torch.nn.functional as F
 
 from vpo_core.adapters.local.policy import Policy
 from vpo_core.env import TextEnv
-from vpo_core.multi_answer import render_numbered
 from vpo_core.types import Task
 
-__all__ = ["demonstration_completion", "warm_up"]
-
-
-def demonstration_completion(
-    env: TextEnv[Any, Any], task: Task[Any], mode: str, m: int, rng: np.random.Generator
-) -> str | None:
-    """One demonstration completion for a task (random among the env's valid answers)."""
-    demos = getattr(env, "demonstrations", None)
-    if demos is None:
-        return env.reference_completion(task, mode=mode, m=m)  # type: ignore[arg-type]
-    routes = demos(task, 16)
-    if not routes:
-        return None
-    if mode == "single":
-        return f"<answer>{routes[int(rng.integers(len(routes)))]}</answer>"
-    picks = rng.choice(len(routes), size=m, replace=len(routes) < m)
-    return render_numbered("route", [routes[int(i)] for i in picks])
+__all__ = ["warm_up"]
 
 
 def warm_up(
@@ -68,7 +51,7 @@ def warm_up(
         batch = [tasks[int(i)] for i in rng.integers(len(tasks), size=batch_size)]
         texts, completions = [], []
         for task in batch:
-            completion = demonstration_completion(env, task, mode, m, rng)
+            completion = env.demonstration(task, mode=mode, m=m, rng=rng)  # type: ignore[arg-type]
             if completion is None:
                 continue
             texts.append(prompts[task.id])

@@ -1,0 +1,119 @@
+"""Experiment tracking of the local engine: ``logger=console|tensorboard|wandb`` (comma-separated).
+
+Metric names follow what veRL 0.9 logs for the same quantities (``actor/pg_loss``, ``actor/kl_loss``,
+``actor/entropy``, ``actor/pg_clipfrac``, ``actor/grad_norm``, ``critic/score/mean``,
+``critic/advantages/mean``, ``response_length/mean``, ``timing_s/gen`` ...), so curves of both engines
+sit side by side in one dashboard; VPO's own quantities are ``reward/<dim>``, ``mean_w_star``,
+``set_reward``, ``best_of_m`` and ``diversity``.
+
+``console`` is the progress bar (always on). ``tensorboard`` writes event files under
+``<run dir>/tensorboard`` (needs the ``tensorboard`` package); ``wandb`` logs to Weights & Biases
+(needs ``wandb``; ``WANDB_MODE=offline`` works without an account and writes under ``<run dir>/wandb``).
+Both are imported only when asked for.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import numbers
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+__all__ = ["Tracker", "TrackerSet", "open_trackers"]
+
+
+class Tracker(Protocol):
+    """One experiment tracker."""
+
+    def log(self, metrics: Mapping[str, float], step: int) -> None:
+        """Record the numeric metrics of one step."""
+        ...
+
+    def close(self) -> None:
+        """Flush and close."""
+        ...
+
+
+def _numeric(metrics: Mapping[str, Any]) -> dict[str, float]:
+    return {k: float(v) for k, v in metrics.items() if isinstance(v, numbers.Real) and not isinstance(v, bool)}
+
+
+class _TensorBoard:
+    def __init__(self, run_dir: Path, config: Mapping[str, Any]) -> None:
+        try:
+            from torch.utils.tensorboard import SummaryWriter
+        except ImportError:
+            raise ValueError(
+                "logger=tensorboard needs the tensorboard package: pip install tensorboard (or uv pip install "
+                "tensorboard), or drop it from logger=."
+            ) from None
+        self.writer = SummaryWriter(log_dir=str(run_dir / "tensorboard"))
+        self.writer.add_text("config", "\n".join(f"    {k}: {v}" for k, v in config.items()))
+
+    def log(self, metrics: Mapping[str, float], step: int) -> None:
+        for key, value in _numeric(metrics).items():
+            self.writer.add_scalar(key, value, global_step=step)
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+class _Wandb:
+    def __init__(self, run_dir: Path, config: Mapping[str, Any]) -> None:
+        try:
+            import wandb
+        except ImportError:
+            raise ValueError(
+                "logger=wandb needs the wandb package: pip install wandb (WANDB_MODE=offline works without an "
+                "account), or drop it from logger=."
+            ) from None
+        self.wandb = wandb
+        self.run = wandb.init(
+            project="vpo-local",
+            name=run_dir.name,
+            dir=str(run_dir),
+            config=dict(config),
+            resume="allow",
+            id=f"{run_dir.name}-{hashlib.sha256(str(run_dir.resolve()).encode()).hexdigest()[:8]}",
+        )
+
+    def log(self, metrics: Mapping[str, float], step: int) -> None:
+        self.run.log(_numeric(metrics), step=step)
+
+    def close(self) -> None:
+        self.run.finish()
+
+
+class TrackerSet:
+    """The trackers of a run, logged to and closed together."""
+
+    def __init__(self, trackers: Sequence[Any]) -> None:
+        self.trackers = list(trackers)
+
+    def log(self, metrics: Mapping[str, Any], step: int) -> None:
+        """Log one step's numeric metrics to every tracker."""
+        for tracker in self.trackers:
+            tracker.log(metrics, step)
+
+    def close(self) -> None:
+        """Close every tracker."""
+        for tracker in self.trackers:
+            tracker.close()
+
+
+def open_trackers(names: Sequence[str], run_dir: Path, *, config: Mapping[str, Any]) -> TrackerSet:
+    """Open the trackers named in ``logger=`` (``console`` is the progress bar and needs nothing here).
+
+    Raises:
+        ValueError: Naming the package to install if a tracker's package is missing.
+    """
+    trackers: list[Any] = []
+    for name in names:
+        if name == "tensorboard":
+            trackers.append(_TensorBoard(Path(run_dir), config))
+        elif name == "wandb":
+            trackers.append(_Wandb(Path(run_dir), config))
+        elif name != "console":
+            raise ValueError(f"unknown logger {name!r}; choose console, tensorboard or wandb.")
+    return TrackerSet(trackers)
