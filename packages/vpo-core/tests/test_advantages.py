@@ -470,6 +470,14 @@ def test_any_finite_input_gives_finite_advantages_or_a_clear_error(method, shape
     options = {}
     if METHODS[method].goal_prompt:
         options["goal_weights"] = data.draw(hnp.arrays(np.float64, (n_groups, d), elements=_FINITE))
+    if method == "max_at_k":
+        options["k"] = data.draw(st.one_of(st.none(), st.integers(1, group_size)))
+    if method == "maxrl":
+        options["divide_by_n"] = data.draw(st.booleans())
+    if method == "gdpo":
+        options["gdpo_weights"] = data.draw(st.one_of(st.none(), hnp.arrays(np.float64, (d,), elements=_FINITE)))
+        lengths = hnp.arrays(np.float64, (n_groups, group_size), elements=st.integers(1, 10**6).map(float))
+        options["response_lengths"] = data.draw(st.one_of(st.none(), lengths))
     try:
         got = compute_advantages(method, rewards, w_star=w_star, std=std, eps=eps, **options)
     except ValueError as error:  # refused: the message must be ours, naming the problem
@@ -480,3 +488,24 @@ def test_any_finite_input_gives_finite_advantages_or_a_clear_error(method, shape
         return
     assert got.shape == (n_groups, group_size)
     assert np.all(np.isfinite(got)), (method, rewards, got)
+
+
+@pytestmark_robust
+@settings(max_examples=200, deadline=None)
+@given(
+    scores=hnp.arrays(np.float64, st.integers(1, 12), elements=_FINITE),
+    data=st.data(),
+    std=st.sampled_from(["population", "unbiased"]),
+    eps=st.one_of(st.just(1e-6), st.just(0.0), st.floats(min_value=0.0, max_value=1e300)),
+)
+def test_flat_z_scores_are_finite_and_match_the_grid(scores, data, std, eps):
+    ids = np.array(
+        data.draw(st.lists(st.sampled_from("abc"), min_size=len(scores), max_size=len(scores))), dtype=object
+    )
+    got = zscore_by_index(scores, ids, std=std, eps=eps)
+    assert np.all(np.isfinite(got))
+    for uid in set(ids):
+        members = ids == uid
+        np.testing.assert_allclose(
+            got[members], group_zscore(scores[members][None], std=std, eps=eps)[0], rtol=1e-9, atol=1e-12
+        )

@@ -297,7 +297,8 @@ def gdpo_advantages(
     w = np.ones(d) if gdpo_weights is None else _check_vector(gdpo_weights, d, "gdpo_weights")
     channels = r.transpose(0, 2, 1).reshape(n_groups * d, group_size)
     z = group_zscore(channels, std=std, eps=eps).reshape(n_groups, d, group_size)
-    summed = _finite_or_raise(np.einsum("bdg,d->bg", z, w), "gdpo's weighted sums of z-scores")
+    with np.errstate(over="ignore", invalid="ignore"):
+        summed = _finite_or_raise(np.einsum("bdg,d->bg", z, w), "gdpo's weighted sums of z-scores")
     if response_lengths is None:
         counts = np.ones_like(summed)
     else:
@@ -312,8 +313,11 @@ def gdpo_advantages(
     total = float(counts.sum())
     mean = float(np.sum(weights * unit))
     var = float(np.sum(weights * (unit - mean) ** 2)) * total / (total - 1.0) if total > 1 else 0.0
+    spread = math.sqrt(var + whiten_eps / scale / scale)  # whiten_eps / scale² may underflow to 0
+    if spread == 0.0:  # every rollout alike and whiten_eps negligible: nothing to whiten
+        return np.zeros_like(summed)
     with np.errstate(over="ignore"):
-        return (unit - mean) / math.sqrt(var + whiten_eps / scale / scale)
+        return _finite_or_raise((unit - mean) / spread, "gdpo's whitened advantages")
 
 
 # ------------------------------------------------------------------------------ rollout scalars
