@@ -1,7 +1,31 @@
 """The trusted side of the sandbox: worker processes in bubblewrap, job dispatch, verdicts.
 
-Expected outputs stay in this process: workers receive programs and test inputs only, and every
-comparison happens here with LiveCodeBench's rules.
+Trust boundary
+==============
+This process is the only holder of expected outputs and the only judge. A worker (one bubblewrap
+sandbox: a broker, a data-free zygote, and one child per test; see ``worker.py``) receives a
+program, its mode and the test *inputs*, and returns per-test facts: exit status or signal, CPU
+and wall time, whether the harness reached the program (an unforgeable "ready" mark), output sizes
+and the output bytes, capped. Untrusted code runs only in the test children and can reach none of
+this process's memory, descriptors or pipes.
+
+What this side does against each attack class of issue 11:
+
+1. Nothing it sends to a worker is secret beyond the program's own inputs; the worker's design
+   keeps each test child to its own program and input.
+2. Replies are length-framed, size-capped and read with a deadline per frame; a malformed frame,
+   an index that was not asked for, or a missing reply replaces the worker (never a verdict).
+3.-5. A worker that reports itself unhealthy (scratch not wiped, limits/priority/affinity of its
+   broker or zygote changed, zygote gone) or that dies or hangs is killed and replaced; the tests
+   it had not finished run again on a fresh worker, so a poisoned worker never grades another
+   program. A test that loses two workers in a row is ``infra``.
+6. `Sandbox.grade` returns one verdict per test for anything a program does: verdicts come from a
+   total table (``VERDICT_TABLE``) in which only "exit status 0 and the right output" passes, so no
+   exit status or signal a program can produce passes. Outputs are compared as capped bytes
+   (non-UTF-8 is a wrong answer, NaN never equals anything, huge numbers and huge outputs are
+   compared without building huge objects), and each test's bytes are dropped after its verdict.
+7. Waiting threads get workers in arrival order (a FIFO hand-off); bubblewrap reads its arguments
+   from a pipe, so the sandbox's ``/proc/1/cmdline`` names no host path.
 """
 
 from __future__ import annotations
@@ -11,13 +35,17 @@ import contextlib
 import json
 import logging
 import os
+import re
+import select
 import shutil
 import signal
 import struct
 import subprocess
 import sys
 import threading
-from collections.abc import Sequence
+import time
+from collections import deque
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
@@ -27,15 +55,34 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["GradeResult", "Sandbox", "SandboxError", "compare_stdout", "default_sandbox", "grade"]
+__all__ = ["VERDICT_TABLE", "GradeResult", "Sandbox", "SandboxError", "compare_stdout", "default_sandbox", "grade"]
 
 logger = logging.getLogger(__name__)
 WORKER = Path(__file__).with_name("worker.py")
 VERDICTS = ("ok", "wa", "tle", "mle", "ole", "re", "ce", "infra")
+# The total map from what a test child did to a verdict; the first matching row wins.
+VERDICT_TABLE = (
+    ("the program did not compile (SyntaxError, ValueError, or compile() past its limits)", "ce"),
+    ("no record: the worker died or hung twice on this test, or the harness failed before the program ran", "infra"),
+    ("the wall-clock backstop (3 x CPU limit + 1 s) fired", "tle"),
+    ("killed by SIGXCPU, or by SIGKILL after using the CPU limit", "tle"),
+    ("killed by SIGXFSZ, or stdout/stderr/result reached the output cap", "ole"),
+    ("a MemoryError escaped the program (exit status 1 with the harness's memory mark)", "mle"),
+    ("any other signal, or any non-zero exit status (sys.exit(n), os._exit(n), uncaught exception)", "re"),
+    ("exit status 0: the output is compared with the expected output", "ok / wa"),
+)
+SCRATCH_MB = 64  # size cap of the sandbox's writable /tmp (a tmpfs, wiped after every test)
+FRAME = struct.Struct(">cII")  # kind, JSON header length, raw bytes length
+MAX_HEADER = 1 << 20
+STDERR_TAIL = 2000
 
 
 class SandboxError(RuntimeError):
-    """The sandbox itself failed (a worker died or hung twice): never a pass, never a silent 0."""
+    """The sandbox cannot start (no bubblewrap without allow_degraded, or a degraded default reused)."""
+
+
+class _WorkerLost(Exception):
+    """A worker died, hung, or broke the protocol: it is replaced."""
 
 
 @dataclass
@@ -43,7 +90,7 @@ class GradeResult:
     """Per-test outcome of one program.
 
     Attributes:
-        verdicts: One of ok, wa, tle, mle, ole, re, ce per test.
+        verdicts: One of ok, wa, tle, mle, ole, re, ce, infra per test (see `VERDICT_TABLE`).
         passed: ``verdicts == "ok"``, shape (n_tests,).
         cpu_s: CPU seconds per test, shape (n_tests,).
         wall_s: Wall seconds per test, shape (n_tests,).
@@ -59,52 +106,96 @@ class GradeResult:
     stderr: list[str] = field(default_factory=list)
 
 
-def _decimal_tokens(line: str) -> list[Decimal] | None:
+# ------------------------------------------------------------------------------------ comparison
+_TOKEN = re.compile(r"\S+")
+
+
+def _decimal(token: str) -> Decimal | None:
     try:
-        return [Decimal(token) for token in line.split()]
+        value = Decimal(token)
     except (InvalidOperation, ValueError):
         return None
+    return None if value.is_nan() else value  # NaN (quiet or signalling) equals nothing
 
 
-def compare_stdout(output: str, expected: str) -> bool:
-    """LiveCodeBench's stdin/stdout rule: stripped, line by line, equal or equal as Decimal tokens."""
-    got = output.strip().split("\n")
-    want = expected.strip().split("\n")
-    if len(got) != len(want):
+def _decimal_line_equal(got: str, want: str) -> bool:
+    want_tokens = want.split()
+    got_tokens = []
+    for match in _TOKEN.finditer(got):  # stops one past the expected count: no huge token lists
+        got_tokens.append(match.group())
+        if len(got_tokens) > len(want_tokens):
+            return False
+    if len(got_tokens) != len(want_tokens):
         return False
-    for g, w in zip(got, want, strict=True):
-        g, w = g.strip(), w.strip()
-        if g == w:
-            continue
-        g_dec, w_dec = _decimal_tokens(g), _decimal_tokens(w)
+    for g, w in zip(got_tokens, want_tokens, strict=True):
+        g_dec, w_dec = _decimal(g), _decimal(w)
         if g_dec is None or w_dec is None or g_dec != w_dec:
             return False
     return True
 
 
-def compare_functional(result: str, expected: str) -> bool:
-    """Exactly one JSON record, equal to the expected JSON value (top-level tuples became lists)."""
+def compare_stdout(output: str | bytes, expected: str) -> bool:
+    """LiveCodeBench's stdin/stdout rule: stripped, line by line, equal or equal as Decimal tokens.
+
+    Output that is not UTF-8 never matches. NaN tokens match only as identical text. The line count
+    is checked before splitting, so a huge output costs no more than its bytes.
+    """
+    if isinstance(output, bytes):
+        try:
+            output = output.decode("utf-8")
+        except UnicodeDecodeError:
+            return False
+    got, want = output.strip(), expected.strip()
+    if got.count("\n") != want.count("\n"):
+        return False
+    for g, w in zip(got.split("\n"), want.split("\n"), strict=True):
+        g, w = g.strip(), w.strip()
+        if g != w and not _decimal_line_equal(g, w):
+            return False
+    return True
+
+
+def _parse_int(text: str) -> int | Decimal:
+    return int(text) if len(text) <= 4000 else Decimal(text)  # no int-digit limit, same equality
+
+
+def compare_functional(result: str | bytes, expected: str) -> bool:
+    """Exactly one JSON record, equal to the expected JSON value (top-level tuples became lists).
+
+    A record over 16 x the expected length + 64 KiB is a wrong answer without being parsed.
+    """
+    if isinstance(result, bytes):
+        try:
+            result = result.decode("utf-8")
+        except UnicodeDecodeError:
+            return False
+    if len(result) > 16 * len(expected) + (64 << 10):
+        return False
     lines = [line for line in result.split("\n") if line.strip()]
     if len(lines) != 1:
         return False
     try:
-        got = json.loads(lines[0])
-        want = json.loads(expected)
-    except (json.JSONDecodeError, RecursionError):
+        got = json.loads(lines[0], parse_int=_parse_int)
+        want = json.loads(expected, parse_int=_parse_int)
+        return bool(got == want)
+    except (ValueError, RecursionError, ArithmeticError):
         return False
-    if isinstance(want, tuple):
-        want = list(want)
-    return got == want
 
 
-def _bwrap_command(python: str, program: Sequence[str] = ("/sandbox/worker.py",)) -> list[str]:
+# ------------------------------------------------------------------------------------ workers
+def _bwrap_args(
+    python: str, program: Sequence[str] = ("/sandbox/worker.py",), *, nested_userns_off: bool = True
+) -> list[str]:
     prefix = str(Path(python).resolve().parents[1])
-    command = [
-        "bwrap",
+    args = [
         "--unshare-all",
+        *(("--unshare-user", "--disable-userns") if nested_userns_off else ()),
         "--die-with-parent",
         "--new-session",
+        "--as-pid-1",
         "--clearenv",
+        "--cap-drop",
+        "ALL",
         "--uid",
         "65534",
         "--gid",
@@ -125,6 +216,10 @@ def _bwrap_command(python: str, program: Sequence[str] = ("/sandbox/worker.py",)
         "/proc",
         "--dev",
         "/dev",
+        "--remount-ro",
+        "/dev",
+        "--size",
+        str(SCRATCH_MB << 20),
         "--tmpfs",
         "/tmp",
         "--chdir",
@@ -143,76 +238,206 @@ def _bwrap_command(python: str, program: Sequence[str] = ("/sandbox/worker.py",)
         "C.UTF-8",
     ]
     if not prefix.startswith("/usr"):
-        command += ["--ro-bind", prefix, prefix]
-    return [*command, "--", python, "-I", "-S", *program]
+        args += ["--ro-bind", prefix, prefix]
+    args += ["--remount-ro", "/"]  # the root tmpfs that holds the mount points: nothing may be written there
+    return [*args, "--", python, "-I", "-S", *program]
 
 
-def _bwrap_works(python: str) -> bool:
-    if shutil.which("bwrap") is None:
-        return False
+def _popen_bwrap(args: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:
+    """Start bubblewrap with its options on a pipe (``--args``): its command line shows no bind mount."""
+    split = args.index("--")  # the options go through the pipe; the command stays on the command line
+    read_end, write_end = os.pipe()
     try:
-        probe = subprocess.run(_bwrap_command(python, ("-c", "print(1)")), capture_output=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return probe.returncode == 0 and probe.stdout.strip() == b"1"
+        os.write(write_end, b"".join(a.encode() + b"\0" for a in args[:split]))  # a few KiB: fits the pipe
+        os.close(write_end)
+        write_end = -1
+        command = ["bwrap", "--args", str(read_end), *args[split:]]
+        return subprocess.Popen(command, pass_fds=(read_end,), **kwargs)
+    finally:
+        os.close(read_end)
+        if write_end >= 0:
+            os.close(write_end)
+
+
+def _bwrap_works(python: str) -> list[str] | None:
+    """The bubblewrap arguments that start here (nested user namespaces off if possible), or None."""
+    if shutil.which("bwrap") is None:
+        return None
+    for nested_userns_off in (True, False):  # --disable-userns needs a user namespace of bwrap's own
+        args = _bwrap_args(python, ("-c", "print(1)"), nested_userns_off=nested_userns_off)
+        try:
+            probe = _popen_bwrap(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            out, _ = probe.communicate(timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if probe.returncode == 0 and out.strip() == b"1":
+            return _bwrap_args(python, nested_userns_off=nested_userns_off)
+    return None
 
 
 _SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandbox-spawner")
 
 
 class _Worker:
-    def __init__(self, command: list[str], degraded: bool = False) -> None:
-        env = None
+    """One worker slot: a bubblewrap sandbox started on first use and again after being killed."""
+
+    def __init__(self, args: list[str], degraded: bool) -> None:
+        self.args, self.degraded = args, degraded
+        self.process: subprocess.Popen[bytes] | None = None
         self.scratch: str | None = None
-        if degraded:  # a private scratch directory instead of the sandbox's own /tmp
+
+    def start(self) -> None:
+        env = None
+        if self.degraded:  # a private scratch directory instead of the sandbox's own /tmp
             import tempfile
 
             self.scratch = tempfile.mkdtemp(prefix="vpo-sandbox-")
             env = {"VPO_SANDBOX_SCRATCH": self.scratch, "PATH": "/usr/bin:/bin", "PYTHONHASHSEED": "0"}
+        kwargs: dict[str, Any] = {
+            "stdin": subprocess.PIPE,
+            "stdout": subprocess.PIPE,
+            "stderr": subprocess.DEVNULL,
+            "start_new_session": True,
+            "env": env,
+        }
         # bubblewrap's --die-with-parent (PR_SET_PDEATHSIG) fires when the *thread* that started it exits,
-        # so every worker is started from one long-lived spawner thread, never from a short-lived caller
-        # thread such as a ThreadPoolExecutor's.
-        self.process = _SPAWNER.submit(
-            subprocess.Popen,
-            command,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-            env=env,
-        ).result()
+        # so every worker is started from one long-lived spawner thread, never from a short-lived caller.
+        if self.degraded:
+            self.process = _SPAWNER.submit(subprocess.Popen, self.args, **kwargs).result()
+        else:
+            self.process = _SPAWNER.submit(_popen_bwrap, self.args, **kwargs).result()
+        assert self.process.stdin is not None
+        assert self.process.stdout is not None
+        os.set_blocking(self.process.stdin.fileno(), False)
+        os.set_blocking(self.process.stdout.fileno(), False)
 
-    def call(self, job: dict[str, Any], timeout: float) -> dict[str, Any]:
-        payload = json.dumps(job).encode()
-        result: dict[str, Any] = {}
+    @property
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
 
-        def exchange() -> None:
-            stdin, stdout = self.process.stdin, self.process.stdout
-            if stdin is None or stdout is None:
-                return
+    def _send(self, data: bytes, deadline: float) -> None:
+        assert self.process is not None
+        assert self.process.stdin is not None
+        fd, view = self.process.stdin.fileno(), memoryview(data)
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        while view:
+            if not poller.poll(max(0.0, deadline - time.monotonic()) * 1000):
+                raise _WorkerLost("the worker did not read its job in time")
             try:
-                stdin.write(struct.pack(">I", len(payload)) + payload)
-                stdin.flush()
-                header = stdout.read(4)
-                if len(header) == 4:
-                    result["reply"] = json.loads(stdout.read(struct.unpack(">I", header)[0]))
-            except (OSError, ValueError) as exc:  # a dead worker: reported by the caller as SandboxError
-                result["error"] = repr(exc)
+                view = view[os.write(fd, view) :]
+            except BlockingIOError:
+                continue
+            except OSError as exc:
+                raise _WorkerLost(f"the worker's pipe broke ({exc})") from exc
 
-        thread = threading.Thread(target=exchange, daemon=True)
-        thread.start()
-        thread.join(timeout)
-        if "reply" not in result:
+    def _recv(self, n: int, deadline: float) -> bytes:
+        assert self.process is not None
+        assert self.process.stdout is not None
+        fd, buffer = self.process.stdout.fileno(), bytearray()
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        while len(buffer) < n:
+            if not poller.poll(max(0.0, deadline - time.monotonic()) * 1000):
+                raise _WorkerLost("no reply in time")
+            try:
+                chunk = os.read(fd, min(n - len(buffer), 1 << 20))
+            except BlockingIOError:
+                continue
+            except OSError as exc:
+                raise _WorkerLost(f"the worker's pipe broke ({exc})") from exc
+            if not chunk:
+                raise _WorkerLost("the worker exited")
+            buffer += chunk
+        return bytes(buffer)
+
+    def exchange(self, job: dict[str, Any], frame_s: float, max_raw: int) -> Iterator[tuple[bytes, dict, bytes]]:
+        """Send a job; yield its frames (kind, header, raw bytes) until the end frame."""
+        if not self.alive:
             self.kill()
-            raise SandboxError(f"the sandbox worker died or hung ({result.get('error', 'no reply in time')})")
-        return result["reply"]
+            self.start()
+        payload = json.dumps(job).encode()
+        self._send(struct.pack(">I", len(payload)) + payload, time.monotonic() + frame_s)
+        while True:
+            deadline = time.monotonic() + frame_s
+            kind, header_len, raw_len = FRAME.unpack(self._recv(FRAME.size, deadline))
+            if kind not in (b"C", b"T", b"E") or header_len > MAX_HEADER or raw_len > max_raw:
+                raise _WorkerLost(f"a malformed frame ({kind!r}, {header_len}, {raw_len})")
+            try:
+                header = json.loads(self._recv(header_len, deadline))
+            except ValueError as exc:
+                raise _WorkerLost("a malformed frame header") from exc
+            if not isinstance(header, dict):
+                raise _WorkerLost("a malformed frame header")
+            yield kind, header, self._recv(raw_len, deadline) if raw_len else b""
+            if kind == b"E":
+                return
 
     def kill(self) -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.process.pid, 9)
-        self.process.wait(timeout=10)
+        if self.process is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=10)
+            for stream in (self.process.stdin, self.process.stdout):
+                with contextlib.suppress(OSError):
+                    if stream is not None:
+                        stream.close()
+            self.process = None
         if self.scratch:
             shutil.rmtree(self.scratch, ignore_errors=True)
+            self.scratch = None
+
+
+# ------------------------------------------------------------------------------------ verdicts
+def _verdict(record: dict[str, Any], raw: bytes, expected: str, fn_name: str | None, job: dict[str, Any]) -> str:
+    """`VERDICT_TABLE`, row by row."""
+    if not record.get("ready"):
+        return "infra"
+    signal_number, status = record.get("signal"), record.get("exit")
+    if record.get("timed_out"):
+        return "tle"
+    if signal_number == signal.SIGXCPU or (signal_number == signal.SIGKILL and record["cpu"] >= job["cpu_s"] - 0.05):
+        return "tle"
+    cap = job["out_bytes"]
+    sizes = (record["stdout_size"], record["stderr_size"], record["result_size"])
+    if signal_number == signal.SIGXFSZ or max(sizes) >= cap:
+        return "ole"
+    if record.get("memory_error") and status != 0:
+        return "mle"
+    if signal_number is not None or status != 0:
+        return "re"
+    stdout_len, result_len, _ = record["lengths"]
+    if fn_name:
+        return "ok" if compare_functional(raw[stdout_len : stdout_len + result_len], expected) else "wa"
+    return "ok" if compare_stdout(raw[:stdout_len], expected) else "wa"
+
+
+def _check_record(record: dict[str, Any], raw: bytes, pending: list[int], job: dict[str, Any]) -> int:
+    """The test index of a well-formed record; else the worker is lost."""
+    try:
+        index = record["index"]
+        lengths = record["lengths"]
+        ok = (
+            index in pending
+            and len(lengths) == 3
+            and all(isinstance(n, int) and n >= 0 for n in lengths)
+            and sum(lengths) == len(raw)
+            and lengths[0] <= job["out_bytes"]
+            and lengths[1] <= job["out_bytes"]
+            and all(
+                isinstance(record[k], int) and record[k] >= 0 for k in ("stdout_size", "stderr_size", "result_size")
+            )
+            and isinstance(record["cpu"], (int, float))
+            and isinstance(record["wall"], (int, float))
+            and (record["exit"] is None or isinstance(record["exit"], int))
+            and (record["signal"] is None or isinstance(record["signal"], int))
+        )
+    except (KeyError, TypeError):
+        ok = False
+    if not ok:
+        raise _WorkerLost("a malformed test record")
+    return index
 
 
 class Sandbox:
@@ -220,42 +445,47 @@ class Sandbox:
 
     Args:
         workers: Number of worker processes.
-        allow_degraded: Run without bubblewrap (rlimits + seccomp only, the filesystem visible) when
-            bubblewrap cannot start; otherwise that is an error.
+        allow_degraded: Run without bubblewrap when it cannot start (see `DEGRADED_WARNING`);
+            otherwise that is an error.
         python: Interpreter to run programs with (default: this one's base interpreter).
     """
 
+    DEGRADED_WARNING = (
+        "bubblewrap is unavailable: untrusted programs run with rlimits and seccomp only (no process creation, "
+        "no sockets, no signals or limits applied to other processes), as THIS user, with its file permissions: "
+        "they can READ AND WRITE every file this user can, including the checkout and home directory. Install "
+        "bubblewrap (apt-get install bubblewrap) and allow unprivileged user namespaces for full isolation."
+    )
+
     def __init__(self, workers: int = 1, *, allow_degraded: bool = False, python: str | None = None) -> None:
         self.python = python or os.path.realpath(getattr(sys, "_base_executable", sys.executable))
-        if _bwrap_works(self.python):
+        args = _bwrap_works(self.python)
+        if args:
             self.isolation = "bubblewrap"
-            self.command = _bwrap_command(self.python)
         elif allow_degraded:
             self.isolation = "degraded"
-            self.command = [self.python, "-I", "-S", str(WORKER)]
-            logger.warning(
-                "bubblewrap is unavailable: untrusted code runs with rlimits and seccomp only and can READ the host "
-                "filesystem. Install bubblewrap (apt-get install bubblewrap) for full isolation."
-            )
+            args = [self.python, "-I", "-S", str(WORKER)]
+            logger.warning(self.DEGRADED_WARNING)
         else:
             raise SandboxError(
                 "bubblewrap cannot start here; install it (apt-get install bubblewrap) or pass "
                 "allow_degraded=True to accept rlimits + seccomp only."
             )
-        self.restarts = 0  # workers replaced after dying or hanging
-        self._idle = [self._new_worker() for _ in range(max(1, workers))]
-        self._lock = threading.Condition()
+        self.restarts = 0  # workers replaced after dying, hanging or reporting tampering
+        self._lock = threading.Lock()
+        self._waiters: deque[list[Any]] = deque()
+        self._idle: deque[_Worker] = deque()
+        for _ in range(max(1, workers)):
+            worker = _Worker(args, self.isolation == "degraded")
+            worker.start()
+            self._idle.append(worker)
         atexit.register(self.close)
 
-    def _new_worker(self) -> _Worker:
-        return _Worker(self.command, degraded=self.isolation == "degraded")
-
     def close(self) -> None:
-        """Stop every worker."""
+        """Stop every idle worker."""
         with self._lock:
             for worker in self._idle:
                 worker.kill()
-            self._idle = []
 
     def __enter__(self) -> Sandbox:
         return self
@@ -265,35 +495,26 @@ class Sandbox:
 
     def worker_pids(self) -> list[int]:
         """Host pids of the idle workers' sandbox processes (for leak checks)."""
-        return [w.process.pid for w in self._idle]
+        return [w.process.pid for w in self._idle if w.process is not None]
 
-    def run(self, job: dict[str, Any], timeout: float) -> dict[str, Any]:
-        """Send one job to a free worker; restart a worker that fails and retry once."""
-        for attempt in range(2):
-            with self._lock:
-                while not self._idle:
-                    self._lock.wait()
-                worker = self._idle.pop()
-            try:
-                reply = worker.call(job, timeout)
-            except SandboxError:
-                self.restarts += 1
-                logger.info("restarting a sandbox worker (attempt %d)", attempt + 1)
-                worker = self._new_worker()
-                if attempt == 1:
-                    with self._lock:
-                        self._idle.append(worker)
-                        self._lock.notify()
-                    raise
-                with self._lock:
-                    self._idle.append(worker)
-                    self._lock.notify()
-                continue
-            with self._lock:
+    def _acquire(self) -> _Worker:
+        """A free worker; waiting threads are served in arrival order (direct hand-off)."""
+        with self._lock:
+            if self._idle and not self._waiters:
+                return self._idle.popleft()
+            slot: list[Any] = [threading.Event(), None]
+            self._waiters.append(slot)
+        slot[0].wait()
+        return slot[1]
+
+    def _release(self, worker: _Worker) -> None:
+        with self._lock:
+            if self._waiters:
+                slot = self._waiters.popleft()
+                slot[1] = worker
+                slot[0].set()
+            else:
                 self._idle.append(worker)
-                self._lock.notify()
-            return reply
-        raise SandboxError("unreachable")
 
     def grade(
         self,
@@ -314,19 +535,22 @@ class Sandbox:
                 JSON arguments of each input line); None = stdin/stdout mode.
             time_limit_s: CPU seconds per test (the wall backstop is 3× plus 1 s).
             memory_mb: Address-space limit.
-            output_mb: Output (file size) limit.
+            output_mb: Output cap: stdout, stderr and the functional result each (file-size limit).
 
         Returns:
-            Verdicts for every test; never stops at the first failure.
+            A verdict for every test, whatever the program does (`VERDICT_TABLE`); never stops at
+            the first failure.
 
         Raises:
-            ValueError: For an empty test list (it would pass vacuously).
-            SandboxError: If the sandbox fails twice in a row.
+            ValueError: For an empty test list (it would pass vacuously) or limits that are not positive.
         """
         if not tests:
             raise ValueError("a program needs at least one test; an empty test list would pass vacuously.")
+        if not (time_limit_s > 0 and memory_mb > 0 and output_mb > 0):
+            raise ValueError(f"limits must be positive, got {time_limit_s=}, {memory_mb=}, {output_mb=}.")
+        n = len(tests)
         job = {
-            "code": code,
+            "code": str(code),
             "mode": "functional" if fn_name else "stdin",
             "fn_name": fn_name,
             "inputs": [str(t["input"]) for t in tests],
@@ -335,56 +559,96 @@ class Sandbox:
             "mem_bytes": int(memory_mb) << 20,
             "out_bytes": int(output_mb) << 20,
         }
-        reply = self.run(job, timeout=(job["wall_s"] + 1.0) * len(tests) + 10.0)
-        if reply.get("compile_error"):
-            n = len(tests)
-            return GradeResult(["ce"] * n, np.zeros(n, bool), np.zeros(n), np.zeros(n), self.isolation, [""] * n)
-        verdicts = [self._verdict(raw, test, fn_name, job) for raw, test in zip(reply["tests"], tests, strict=True)]
-        return GradeResult(
-            verdicts=verdicts,
-            passed=np.array([v == "ok" for v in verdicts]),
-            cpu_s=np.array([raw["cpu"] for raw in reply["tests"]]),
-            wall_s=np.array([raw["wall"] for raw in reply["tests"]]),
-            isolation=self.isolation,
-            stderr=[raw["stderr"] for raw in reply["tests"]],
-        )
+        verdicts: list[str | None] = [None] * n
+        cpu, wall, stderr = np.zeros(n), np.zeros(n), [""] * n
+        attempts = [0] * n
+        while pending := [i for i in range(n) if verdicts[i] is None]:
+            job["indices"] = pending
+            progress = self._round(job, tests, fn_name, verdicts, cpu, wall, stderr)
+            if not progress:  # the first pending test lost a worker without a record
+                attempts[pending[0]] += 1
+                if attempts[pending[0]] >= 2:
+                    logger.warning("sandbox: test %d lost two workers; verdict infra", pending[0])
+                    verdicts[pending[0]] = "infra"
+        final = [v or "infra" for v in verdicts]
+        return GradeResult(final, np.array([v == "ok" for v in final]), cpu, wall, self.isolation, stderr)
 
-    @staticmethod
-    def _verdict(raw: dict[str, Any], test: dict[str, str], fn_name: str | None, job: dict[str, Any]) -> str:
-        sig = raw["signal"]
-        # SIGXCPU at the soft CPU limit, SIGKILL at the hard one (a program ignoring SIGXCPU), or the wall backstop
-        cpu_exhausted = sig == signal.SIGXCPU or (sig == signal.SIGKILL and raw["cpu"] >= job["cpu_s"] - 0.05)
-        if raw["timed_out"] or cpu_exhausted:
-            return "tle"
-        file_too_large = sig == signal.SIGXFSZ or (raw["exit"] == 1 and "File too large" in raw["stderr"])
-        if file_too_large or raw["stdout_bytes"] > job["out_bytes"]:
-            return "ole"
-        if raw["exit"] == 92 or "MemoryError" in raw["stderr"]:
-            return "mle"
-        if raw["exit"] == 97:
-            raise SandboxError(f"the sandbox harness failed: {raw['stderr']}")
-        if sig is not None or raw["exit"] not in (0, None):
-            return "re"
-        if fn_name:
-            return "ok" if compare_functional(raw["result"], str(test["output"])) else "wa"
-        return "ok" if compare_stdout(raw["stdout"], str(test["output"])) else "wa"
+    def _round(
+        self,
+        job: dict[str, Any],
+        tests: Sequence[dict[str, str]],
+        fn_name: str | None,
+        verdicts: list[str | None],
+        cpu: NDArray[np.float64],
+        wall: NDArray[np.float64],
+        stderr: list[str],
+    ) -> bool:
+        """Run the pending tests on one worker; replace it if it fails. Returns whether verdicts were added."""
+        worker = self._acquire()
+        progress, replace = False, False
+        try:
+            frames = worker.exchange(job, job["wall_s"] + 10.0, 2 * job["out_bytes"] + STDERR_TAIL)
+            for kind, header, raw in frames:
+                if kind == b"C" and header.get("outcome") == "ce":
+                    for i in job["indices"]:
+                        verdicts[i] = "ce"
+                    progress = True
+                elif kind == b"C" and header.get("outcome") != "ok":
+                    replace = True
+                elif kind == b"T":
+                    i = _check_record(header, raw, [j for j in job["indices"] if verdicts[j] is None], job)
+                    verdicts[i] = _verdict(header, raw, str(tests[i]["output"]), fn_name, job)
+                    cpu[i], wall[i] = float(header["cpu"]), float(header["wall"])
+                    stderr[i] = raw[len(raw) - header["lengths"][2] :].decode("utf-8", "replace")
+                    progress = True
+                elif kind == b"E" and not header.get("healthy", False):
+                    logger.info("sandbox: replacing a worker (%s)", str(header.get("reason"))[:200])
+                    replace = True
+        except (_WorkerLost, OSError) as exc:
+            logger.info("sandbox: replacing a worker (%s)", exc)
+            replace = True
+        finally:
+            if replace:
+                self.restarts += 1
+                worker.kill()
+                with contextlib.suppress(OSError, RuntimeError):
+                    worker.start()  # else it starts again on its next use
+            self._release(worker)
+        return progress
 
 
 _DEFAULT: Sandbox | None = None
 _DEFAULT_LOCK = threading.Lock()
 
 
-def default_sandbox() -> Sandbox:
-    """A process-wide sandbox with one worker per available core (at most 4)."""
+def default_sandbox(*, allow_degraded: bool = False) -> Sandbox:
+    """A process-wide sandbox with one worker per available core (at most 4).
+
+    Raises:
+        SandboxError: If bubblewrap cannot start and ``allow_degraded`` is False, or if the
+            default sandbox already runs degraded and this caller did not allow that.
+    """
     global _DEFAULT
     with _DEFAULT_LOCK:
         if _DEFAULT is None:
-            _DEFAULT = Sandbox(workers=min(4, len(os.sched_getaffinity(0))))
+            _DEFAULT = Sandbox(workers=min(4, len(os.sched_getaffinity(0))), allow_degraded=allow_degraded)
+        elif _DEFAULT.isolation == "degraded" and not allow_degraded:
+            raise SandboxError("the default sandbox runs degraded (no bubblewrap); pass allow_degraded=True to use it.")
         return _DEFAULT
 
 
 def grade(
-    code: str, tests: Sequence[dict[str, str]], *, fn_name: str | None = None, time_limit_s: float = 6.0, **limits: Any
+    code: str,
+    tests: Sequence[dict[str, str]],
+    *,
+    fn_name: str | None = None,
+    time_limit_s: float = 6.0,
+    allow_degraded: bool = False,
+    **limits: Any,
 ) -> GradeResult:
-    """Grade one program on LiveCodeBench tests in the default sandbox (see `Sandbox.grade`)."""
-    return default_sandbox().grade(code, tests, fn_name=fn_name, time_limit_s=time_limit_s, **limits)
+    """Grade one program on LiveCodeBench tests in the default sandbox (see `Sandbox.grade`).
+
+    ``allow_degraded=True`` accepts a sandbox without bubblewrap (`Sandbox.DEGRADED_WARNING`).
+    """
+    sandbox = default_sandbox(allow_degraded=allow_degraded)
+    return sandbox.grade(code, tests, fn_name=fn_name, time_limit_s=time_limit_s, **limits)

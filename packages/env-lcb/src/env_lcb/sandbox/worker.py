@@ -1,21 +1,64 @@
-"""Sandbox worker: runs untrusted Python programs test by test. Standard library only.
+"""Sandbox worker: a broker that talks to the host and a zygote that forks test children. Stdlib only.
 
-Started once per worker slot inside bubblewrap (``python -I -S worker.py``), it reads jobs from
-stdin and writes results to stdout, each a 4-byte big-endian length then JSON. A job holds the
-program, its mode and the test *inputs* only: expected outputs never reach this process. Every test
-runs in a forked child that sets rlimits, installs a seccomp filter (no process creation beyond
-threads, no sockets, no signals to others, no ptrace, no namespace or mount calls), then runs the
-program; the worker measures CPU time with wait4 and kills the child's process group at a wall-clock
-backstop.
+Started once per worker slot inside bubblewrap (``python -I -S worker.py``).
+
+Trust boundary
+==============
+Three kinds of process live in one worker sandbox (one uid, one pid namespace):
+
+* the **broker** (this process's main loop): reads jobs from the host (program, mode, test
+  *inputs*, limits; never expected outputs), writes per-test records back, owns every
+  descriptor of the job. It never runs untrusted code.
+* the **zygote**: forked from the broker at start-up, *before any job exists*. It holds the
+  LiveCodeBench preamble and the prebuilt seccomp filter and nothing else. On a command it forks a
+  child; the command carries only numeric limits and, as SCM_RIGHTS descriptors, the child's
+  memfds, which the zygote passes on unread and closes. It never sees a program, an input, an
+  output, an exit status or a CPU time, so its memory (frames, heap, freed blocks) holds no data.
+* **children** (one per compile and one per test): ``clone(CLONE_PARENT)`` of the zygote, so the
+  broker is their parent and reaps them (exit status, CPU time from ``wait4``). A child reads its
+  own program (a sealed, write-protected memfd of the marshalled code) and its own stdin memfd,
+  then in trusted harness code: new process group, rlimits, seccomp, a sealed "ready" mark, and
+  every descriptor but 0/1/2 and its result memfd (3) closed. Only then does untrusted code run.
+
+What untrusted code can see and touch, and why each attack class of issue 11 is closed:
+
+1. Previous jobs / other tests: it is a copy of the zygote, which never held job data (above),
+   plus its own program and input. Nothing of the broker's memory is mapped in it.
+2. Forged protocol messages: its descriptors are its own stdin, stdout, stderr and result memfds
+   (fresh per test); the host pipes and the zygote socket are closed before untrusted code runs,
+   and ``/proc/<broker>/fd`` is refused (not dumpable, below). Whatever it writes to fd 3 is at
+   most its own answer.
+3. The worker's memory: broker, zygote and children are ``PR_SET_DUMPABLE=0``, hold no
+   capabilities (bubblewrap drops them; ``no_new_privs``), so ``/proc/<pid>/mem``, ``maps``,
+   ``environ`` and ``fd`` of every other sandbox process are refused even at the same uid;
+   ``ptrace``, ``process_vm_*``, ``kcmp``, ``pidfd_*`` are denied by seccomp.
+4. Changing the worker: seccomp denies ``prlimit64`` on any pid but 0, ``setpriority``,
+   ``sched_set*``, ``ioprio_set``, ``migrate_pages``/``move_pages``, ``fcntl``
+   ``F_SETOWN``/``F_SETOWN_EX``/``F_SETSIG``/``F_SETLEASE``/``F_NOTIFY``, ``ioctl`` ``FIOSETOWN``/
+   ``SIOCSPGRP``/``TIOCSTI``/``TIOCSPGRP``, every signal-sending call, and the chmod/chown/xattr
+   families. The scratch wipe after each test restores permissions (the broker owns every file)
+   and walks without recursion or symlinks; after every test the broker compares its own and the
+   zygote's rlimits, priority, affinity and scheduler with their start-up values. Any failure is
+   reported as "unhealthy": the host replaces the worker and runs the remaining tests elsewhere.
+5. State outliving a test: ``/dev`` (with ``/dev/shm``) is read-only; the scratch ``/tmp`` is a
+   size-capped tmpfs wiped after every test; SysV IPC, POSIX message queues and ``memfd_create``
+   are denied, so nothing a test creates survives it and parked memory is bounded by the scratch
+   cap plus its output memfds (each capped by RLIMIT_FSIZE), all freed when the test ends.
+6. Verdicts: the broker reports facts (exit status, signal, CPU time, sizes, the ready mark, the
+   capped output bytes); the host maps them to verdicts with a total table. A program chooses
+   its exit status, but only "exit 0 and the right output" passes.
 """
 
 import contextlib
 import ctypes
+import fcntl
 import json
 import marshal
 import os
 import resource
 import signal
+import socket
+import stat
 import struct
 import sys
 import time
@@ -29,107 +72,102 @@ PREAMBLE = (
     "import functools, operator, io, sys, json\nsys.setrecursionlimit(50000)\n"
 )
 
-# x86-64 syscall numbers denied with EPERM (clone is allowed only with CLONE_THREAD; clone3 gets ENOSYS
-# so that glibc falls back to clone for threads).
-DENIED = [
-    57,
-    58,
-    59,
-    322,  # fork, vfork, execve, execveat
-    41,
-    53,
-    42,
-    49,
-    50,
-    43,
-    288,  # socket, socketpair, connect, bind, listen, accept, accept4
-    62,
-    200,
-    234,
-    129,
-    297,
-    424,
-    434,
-    438,  # kill, tkill, tgkill, rt_(tg)sigqueueinfo, pidfd_*
-    101,
-    310,
-    311,
-    440,  # ptrace, process_vm_readv/writev, process_madvise
-    112,
-    109,  # setsid, setpgid
-    272,
-    308,
-    165,
-    166,
-    161,
-    155,  # unshare, setns, mount, umount2, chroot, pivot_root
-    321,
-    298,
-    250,
-    248,
-    249,
-    323,
-    425,
-    426,
-    427,  # bpf, perf_event_open, keys, userfaultfd, io_uring
-    105,
-    106,
-    113,
-    114,
-    117,
-    119,
-    135,  # set*id, personality
-    169,
-    246,
-    175,
-    313,
-    176,
-    172,
-    173,
-    167,
-    168,
-    170,
-    171,
-    163,
-    179,  # admin calls
-]
-NR_CLONE, NR_CLONE3, CLONE_THREAD = 56, 435, 0x00010000
+# ----------------------------------------------------------------------------------------- seccomp
+# x86-64 syscall numbers denied with EPERM.
+DENIED = sorted(
+    {
+        *(57, 58, 59, 322),  # fork, vfork, execve, execveat
+        *(41, 53, 42, 49, 50, 43, 288),  # socket, socketpair, connect, bind, listen, accept, accept4
+        *(62, 200, 234, 129, 297, 424, 434, 438),  # kill, tkill, tgkill, rt_(tg)sigqueueinfo, pidfd_*
+        *(101, 310, 311, 440, 448, 312),  # ptrace, process_vm_readv/writev, process_madvise/mrelease, kcmp
+        *(112, 109),  # setsid, setpgid
+        *(272, 308, 165, 166, 161, 155),  # unshare, setns, mount, umount2, chroot, pivot_root
+        *(428, 429, 430, 431, 432, 433, 442),  # the new mount API
+        *(321, 298, 248, 249, 250, 323, 425, 426, 427, 317),  # bpf, perf, keys, userfaultfd, io_uring, seccomp
+        *(105, 106, 113, 114, 117, 119, 122, 123, 116, 135),  # set*id, setgroups, personality
+        *(103, 153, 159, 163, 164, 167, 168, 169, 170, 171, 172, 173),  # admin calls
+        *(175, 176, 179, 212, 227, 246, 305, 313, 320),  # modules, quotas, clocks, kexec
+        # class 4: acting on other processes, permissions that could trap the scratch wipe
+        *(141, 142, 144, 203, 314, 251, 256, 279),  # setpriority, sched_set*, ioprio_set, migrate/move_pages
+        *(90, 91, 268, 452, 92, 93, 94, 260),  # chmod family, chown family
+        *(188, 189, 190, 197, 198, 199),  # set/remove xattr (ACLs)
+        *(303, 304, 300),  # name_to_handle_at, open_by_handle_at, fanotify_init
+        # class 5: objects that outlive a process
+        *(319, 447),  # memfd_create, memfd_secret
+        *(29, 30, 31, 67, 64, 65, 66, 220, 68, 69, 70, 71),  # SysV shm, sem, msg
+        *(240, 241, 242, 243, 244, 245),  # POSIX message queues
+    }
+)
+NR_CLONE, NR_CLONE3, NR_PRLIMIT64, NR_FCNTL, NR_IOCTL = 56, 435, 302, 72, 16
+CLONE_THREAD, CLONE_PARENT, SIGCHLD = 0x00010000, 0x00008000, 17
+# fcntl: F_SETOWN, F_SETSIG, F_SETOWN_EX, F_SETLEASE, F_NOTIFY; ioctl: FIOSETOWN, SIOCSPGRP, TIOCSTI, TIOCSPGRP
+DENIED_FCNTL = (8, 10, 15, 1024, 1026)
+DENIED_IOCTL = (0x8901, 0x8902, 0x5412, 0x5410)
 AUDIT_ARCH_X86_64 = 0xC000003E
-# The only writable directory: /tmp inside bubblewrap; a private temporary directory in degraded mode.
-SCRATCH = os.environ.get("VPO_SANDBOX_SCRATCH", "/tmp")
 
 
 def _bpf():
-    ld, jeq, ret, and_ = 0x20, 0x15, 0x06, 0x54
+    """Classic BPF for the test children: architecture check, argument checks, deny list."""
+    ld, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
     allow, eperm, enosys, kill = 0x7FFF0000, 0x00050000 | 1, 0x00050000 | 38, 0x80000000
-    prog = [(ld, 0, 0, 4), (jeq, 1, 0, AUDIT_ARCH_X86_64), (ret, 0, 0, kill), (ld, 0, 0, 0)]
-    n = len(DENIED)
-    # layout after the syscall load: [clone check][clone3 check][denied checks...][allow][eperm][enosys][clone args]
-    prog.append((jeq, n + 4, 0, NR_CLONE))  # -> clone argument check
-    prog.append((jeq, n + 2, 0, NR_CLONE3))  # -> enosys
-    for i, nr in enumerate(DENIED):
-        prog.append((jeq, n - i, 0, nr))  # -> eperm
-    prog += [(ret, 0, 0, allow), (ret, 0, 0, eperm), (ret, 0, 0, enosys)]
-    prog += [
-        (ld, 0, 0, 16),
-        (and_, 0, 0, CLONE_THREAD),
-        (jeq, 1, 0, CLONE_THREAD),
-        (ret, 0, 0, eperm),
-        (ret, 0, 0, allow),
-    ]
-    return b"".join(struct.pack("=HBBI", *ins) for ins in prog), len(prog)
+    prog, labels = [], {}
+
+    def emit(code, k, jt=0, jf=0):
+        prog.append([code, jt, jf, k])
+
+    def label(name):
+        labels[name] = len(prog)
+
+    emit(ld, 4)  # seccomp_data.arch
+    emit(jeq, AUDIT_ARCH_X86_64, 0, "kill")
+    emit(ld, 0)  # seccomp_data.nr
+    emit(jge, 0x40000000, "eperm", 0)  # x32 ABI numbers
+    for nr, target in ((NR_CLONE, "clone"), (NR_PRLIMIT64, "prlimit"), (NR_FCNTL, "fcntl"), (NR_IOCTL, "ioctl")):
+        emit(jeq, nr, target, 0)
+    emit(jeq, NR_CLONE3, "enosys", 0)  # glibc falls back to clone for threads
+    for nr in DENIED:
+        emit(jeq, nr, "eperm", 0)
+    emit(ret, allow)  # not denied
+    label("clone")  # threads only
+    emit(ld, 16)  # args[0] (flags), low 32 bits
+    emit(jset, CLONE_THREAD, "allow", "eperm")
+    label("prlimit")  # this process only
+    emit(ld, 16)
+    emit(jeq, 0, "allow", "eperm")
+    for name, commands in (("fcntl", DENIED_FCNTL), ("ioctl", DENIED_IOCTL)):
+        label(name)
+        emit(ld, 24)  # args[1] (cmd), low 32 bits
+        for command in commands:
+            emit(jeq, command, "eperm", 0)
+        emit(ret, allow)
+    label("allow")  # classic BPF jumps forward only: the shared returns come last
+    emit(ret, allow)
+    label("eperm")
+    emit(ret, eperm)
+    label("enosys")
+    emit(ret, enosys)
+    label("kill")
+    emit(ret, kill)
+    out = []
+    for i, (code, jt, jf, k) in enumerate(prog):
+        jt = labels[jt] - i - 1 if isinstance(jt, str) else jt
+        jf = labels[jf] - i - 1 if isinstance(jf, str) else jf
+        if not (0 <= jt < 256 and 0 <= jf < 256):
+            raise ValueError(f"BPF jump out of range at instruction {i}: {jt}, {jf}")
+        out.append(struct.pack("=HBBI", code, jt, jf, k))
+    return b"".join(out), len(prog)
 
 
 _LIBC = ctypes.CDLL(None, use_errno=True)
+_SYSCALL = _LIBC.syscall
+_SYSCALL.restype = ctypes.c_long
 
 
 class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
 
-# Built and exercised once in the zygote, so a test child's two prctl calls touch no fresh ctypes
-# state: resolving the symbol and building the call in each child cost ~0.2 ms of copy-on-write
-# page faults per test.
+# Built and exercised once in the zygote, so a child's prctl calls touch no fresh ctypes state.
 _BPF_CODE, _BPF_COUNT = _bpf()
 _BPF_BUFFER = ctypes.create_string_buffer(_BPF_CODE)
 _BPF_PROG = _SockFprog(_BPF_COUNT, ctypes.cast(_BPF_BUFFER, ctypes.c_void_p))
@@ -138,17 +176,25 @@ _PRCTL = _LIBC.prctl
 _PRCTL.argtypes = (ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong)
 _PRCTL.restype = ctypes.c_int
 _PRCTL(39, 0, 0, 0, 0)  # PR_GET_NO_NEW_PRIVS: a harmless call that binds the symbol here
+_AFTER_FORK = ctypes.pythonapi.PyOS_AfterFork_Child
+_AFTER_FORK.restype = None
+_AFTER_FORK.argtypes = ()
 
-# The zygote step: run the preamble once here. Every test is a fresh fork, so a child can execute the
-# program directly in this namespace: its writes land in the child's copy-on-write pages and die
-# with it. (Re-running the preamble in each child cost ~0.8 ms: every `import *` touches, and so
-# copies, the pages of all the objects it binds.)
+# The zygote step: the preamble runs once; every child is a fresh copy-on-write copy, so a test
+# executes the program directly in this namespace and its writes die with it.
 _PREAMBLE_CODE = compile(PREAMBLE, "<preamble>", "exec")
 _PREAMBLE_SCOPE = {"__name__": "__preamble__", "__builtins__": __builtins__}
 exec(_PREAMBLE_CODE, _PREAMBLE_SCOPE)
+sys.set_int_max_str_digits(50000)  # as LiveCodeBench does at import (3.11 refuses ints over 4300 digits)
 
-
-_TEST_STREAMS = ()  # (stdin, stdout, stderr) text wrappers on fds 0, 1, 2, made once by main()
+# The only writable directory: /tmp inside bubblewrap; a private temporary directory in degraded mode.
+SCRATCH = os.environ.get("VPO_SANDBOX_SCRATCH", "/tmp")
+COMPILE, TEST = 1, 2
+CONTROL = struct.Struct("=Bdqq")  # kind, CPU seconds, address-space bytes, file-size bytes
+SEALS = fcntl.F_SEAL_WRITE | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
+MEMORY_MARK = b"\nMEMORY\n"  # appended to the result memfd when a MemoryError escapes the program
+STDERR_TAIL = 2000
+_TEST_STREAMS = ()  # (stdin, stdout, stderr) text wrappers on fds 0, 1, 2, made once in the zygote
 
 
 def install_seccomp():
@@ -159,57 +205,90 @@ def install_seccomp():
         raise OSError(ctypes.get_errno(), "PR_SET_SECCOMP failed")
 
 
-def _limits(job):
-    cpu = max(1, int(job["cpu_s"] + 0.999))
+def _limits(cpu_s, mem_bytes, out_bytes):
+    cpu = max(1, int(cpu_s + 0.999))
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
-    resource.setrlimit(resource.RLIMIT_AS, (job["mem_bytes"], job["mem_bytes"]))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (job["out_bytes"], job["out_bytes"]))
+    resource.setrlimit(resource.RLIMIT_AS, (mem_bytes, mem_bytes))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (out_bytes, out_bytes))
     resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
-def _child(job, program, test_input, paths):
-    """Runs in the forked child: never returns."""
+def _read_fd(fd, limit=None):
+    size = os.fstat(fd).st_size if limit is None else limit
+    chunks, offset = [], 0
+    while offset < size:
+        chunk = os.pread(fd, size - offset, offset)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        offset += len(chunk)
+    return b"".join(chunks)
+
+
+def _write_fd(fd, data):
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _ready(ack):
+    """Mark, unforgeably, that the harness finished its set-up: untrusted code runs next."""
+    os.write(ack, b"R")
+    fcntl.fcntl(ack, fcntl.F_ADD_SEALS, SEALS)
+
+
+# ------------------------------------------------------------------------------------ children
+def _compile_child(cpu_s, mem_bytes, out_bytes, fds):
+    source_fd, code_fd, err_fd, ack = fds
+    mode, fn_name, source = marshal.loads(_read_fd(source_fd))
+    os.dup2(err_fd, 2)
+    _limits(cpu_s, mem_bytes, out_bytes)
+    install_seccomp()
+    _ready(ack)
+    os.closerange(3, code_fd)
+    os.closerange(code_fd + 1, 1 << 16)
     try:
-        os.setpgid(0, 0)
-        os.chdir(SCRATCH)
-        for sig in (signal.SIGPIPE, signal.SIGXFSZ):
-            signal.signal(sig, signal.SIG_DFL)
-        stdin_fd = os.open(paths["in"], os.O_RDONLY)
-        out_fd = os.open(paths["out"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        err_fd = os.open(paths["err"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        res_fd = os.open(paths["res"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        os.dup2(stdin_fd, 0)
-        os.dup2(out_fd, 1)
-        os.dup2(err_fd, 2)
-        for fd in (stdin_fd, out_fd, err_fd):
-            os.close(fd)
-        sys.stdin, sys.stdout, sys.stderr = _TEST_STREAMS
-        _limits(job)
-        install_seccomp()
-        result_file = os.fdopen(res_fd, "w")
-        sys.set_int_max_str_digits(50000)
-    except BaseException as exc:  # harness failure, not the program's
-        os.write(2, f"HARNESS {type(exc).__name__}: {exc}".encode())
-        os._exit(97)
+        code = compile(source, "<solution>", "exec")
+    except (SyntaxError, ValueError):
+        os._exit(3)
+    _write_fd(code_fd, marshal.dumps((mode, fn_name, code)))
+    os._exit(0)
+
+
+def _test_child(cpu_s, mem_bytes, out_bytes, fds):
+    program_fd, stdin_fd, stdout_fd, stderr_fd, result_fd, ack = fds
+    mode, fn_name, program = marshal.loads(_read_fd(program_fd))
+    test_input = _read_fd(stdin_fd) if mode == "functional" else b""
+    os.dup2(stdin_fd, 0)
+    os.dup2(stdout_fd, 1)
+    os.dup2(stderr_fd, 2)
+    os.dup2(result_fd, 3)
+    os.chdir(SCRATCH)
+    for sig in (signal.SIGPIPE, signal.SIGXFSZ):
+        signal.signal(sig, signal.SIG_DFL)
+    _limits(cpu_s, mem_bytes, out_bytes)
+    install_seccomp()
+    _ready(ack)
+    os.closerange(4, 1 << 16)  # the zygote's socket and every memfd but the test's own 0-3
+    sys.stdin, sys.stdout, sys.stderr = _TEST_STREAMS
     status = 0
     try:
         scope = _PREAMBLE_SCOPE
-        scope["__name__"] = "__main__" if job["mode"] == "stdin" else "__lcb__"
+        scope["__name__"] = "__main__" if mode == "stdin" else "__lcb__"
         exec(program, scope)
-        if job["mode"] == "functional":
-            name = job["fn_name"]
-            target = scope[name] if "Solution" not in scope else getattr(scope["Solution"](), name)
-            args = [json.loads(line) for line in test_input.split("\n") if line.strip()]
-            value = target(*args)
+        if mode == "functional":
+            target = scope[fn_name] if "Solution" not in scope else getattr(scope["Solution"](), fn_name)
+            lines = test_input.decode("utf-8", "surrogatepass").split("\n")
+            value = target(*[json.loads(line) for line in lines if line.strip()])
             if isinstance(value, tuple):
                 value = list(value)
-            result_file.write(json.dumps(value) + "\n")
-            result_file.flush()
+            _write_fd(3, (json.dumps(value) + "\n").encode())
     except SystemExit as exc:
         status = 0 if exc.code in (None, 0) else (exc.code if isinstance(exc.code, int) else 1)
     except MemoryError:
-        status = 92
+        status = 1
+        _write_fd(3, MEMORY_MARK)
     except BaseException:
         import traceback
 
@@ -219,16 +298,205 @@ def _child(job, program, test_input, paths):
         sys.stdout.flush()
     except BaseException:
         status = status or 1
+    with contextlib.suppress(BaseException):
+        sys.stderr.flush()
     os._exit(status if isinstance(status, int) and 0 <= status < 256 else 1)
 
 
-def _tail(path, limit):
+def _child(kind, cpu_s, mem_bytes, out_bytes, fds):
+    """Runs in a fresh clone of the zygote: never returns."""
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(limit + 1)
-    except OSError:
-        return b""
-    return data
+        _AFTER_FORK()
+        os.setpgid(0, 0)
+        if kind == COMPILE:
+            _compile_child(cpu_s, mem_bytes, out_bytes, fds)
+        _test_child(cpu_s, mem_bytes, out_bytes, fds)
+    except BaseException as exc:  # a harness failure before the ready mark, or the program's after it
+        try:
+            os.write(2, f"HARNESS {type(exc).__name__}: {exc}".encode())
+        finally:
+            os._exit(97)
+
+
+def _zygote():
+    """Fork a child per command; read nothing but the command's numbers (fd 3 is the socket)."""
+    control = socket.socket(fileno=3)
+    while True:
+        try:
+            message, fds, _, _ = socket.recv_fds(control, 64, 8)
+        except OSError:
+            os._exit(0)
+        if len(message) != CONTROL.size:
+            os._exit(0)
+        kind, cpu_s, mem_bytes, out_bytes = CONTROL.unpack(message)
+        pid = _SYSCALL(NR_CLONE, CLONE_PARENT | SIGCHLD, 0, 0, 0, 0)
+        if pid == 0:
+            _child(kind, cpu_s, mem_bytes, out_bytes, fds)
+        error = ctypes.get_errno() if pid < 0 else 0
+        for fd in fds:
+            os.close(fd)
+        control.send(struct.pack("=i", pid if pid > 0 else -error))
+
+
+# -------------------------------------------------------------------------------------- broker
+class _Broker:
+    """The job loop: memfds per child, commands to the zygote, wait4, records to the host."""
+
+    def __init__(self, reader, writer, control, zygote):
+        self.reader, self.writer, self.control, self.zygote = reader, writer, control, zygote
+        self.scratch_mode = stat.S_IMODE(os.stat(SCRATCH).st_mode)
+        self.baseline = self._state()
+
+    # ----------------------------------------------------------------------- health
+    def _state(self):
+        limits = (resource.RLIMIT_CPU, resource.RLIMIT_NOFILE, resource.RLIMIT_AS, resource.RLIMIT_FSIZE)
+        state = []
+        for pid in (0, self.zygote):
+            state.append([resource.prlimit(pid, r) for r in limits])
+            state.append(os.getpriority(os.PRIO_PROCESS, pid))
+            state.append(sorted(os.sched_getaffinity(pid)))
+            state.append(os.sched_getscheduler(pid))
+        return state
+
+    def _healthy(self):
+        """Is everything as at start-up (scratch wiped, limits, priority, affinity)? Else: replace me."""
+        if not _wipe(SCRATCH, self.scratch_mode):
+            return False, "the scratch directory could not be wiped"
+        try:
+            if self._state() != self.baseline:
+                return False, "a worker process's limits, priority or affinity changed"
+        except OSError as exc:
+            return False, f"the zygote is gone ({exc})"
+        return True, ""
+
+    # ----------------------------------------------------------------------- children
+    def _spawn(self, kind, job, fds):
+        message = CONTROL.pack(kind, job["cpu_s"], job["mem_bytes"], job["out_bytes"])
+        try:
+            socket.send_fds(self.control, [message], fds)
+            reply = self.control.recv(4)
+        except OSError:
+            return -1
+        return struct.unpack("=i", reply)[0] if len(reply) == 4 else -1
+
+    @staticmethod
+    def _memfd(data=b"", seal=False):
+        fd = os.memfd_create("t", os.MFD_CLOEXEC | (os.MFD_ALLOW_SEALING if seal else 0))
+        if data:
+            _write_fd(fd, data)
+            os.lseek(fd, 0, os.SEEK_SET)  # a child reads it from the start through the shared offset
+        return fd
+
+    def _compile(self, job):
+        """The marshalled (mode, fn_name, code) in a sealed memfd, or None for a compile error."""
+        header = marshal.dumps((job["mode"], job["fn_name"], job["code"]))
+        fds = [self._memfd(header), self._memfd(seal=True), self._memfd(), self._memfd(seal=True)]
+        try:
+            pid = self._spawn(COMPILE, job, fds)
+            if pid <= 0:
+                return None, "infra"
+            timed_out, status, _ = _wait_with_deadline(pid, job["wall_s"])
+            _kill_group(pid)
+            if os.pread(fds[3], 1, 0) != b"R":
+                return None, "infra"
+            if timed_out or not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
+                return None, "ce"
+            fcntl.fcntl(fds[1], fcntl.F_ADD_SEALS, SEALS)
+            code_fd, fds[1] = fds[1], -1
+            return code_fd, "ok"
+        finally:
+            for fd in fds:
+                if fd >= 0:
+                    os.close(fd)
+
+    def _run_test(self, job, code_fd, test_input):
+        out_cap = job["out_bytes"]
+        fds = [code_fd, self._memfd(test_input.encode("utf-8", "surrogatepass"))]
+        fds += [self._memfd(), self._memfd(), self._memfd(), self._memfd(seal=True)]
+        try:
+            start = time.monotonic()
+            pid = self._spawn(TEST, job, fds)
+            if pid <= 0:
+                return None, b""
+            timed_out, status, usage = _wait_with_deadline(pid, job["wall_s"])
+            wall = time.monotonic() - start
+            _kill_group(pid)
+            sizes = [os.fstat(fd).st_size for fd in fds[2:5]]
+            stdout = _read_fd(fds[2]) if sizes[0] < out_cap else b""
+            result = _read_fd(fds[4]) if sizes[2] < out_cap else b""
+            stderr = os.pread(fds[3], STDERR_TAIL, max(0, sizes[1] - STDERR_TAIL))
+            record = {
+                "exit": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
+                "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
+                "cpu": usage.ru_utime + usage.ru_stime,
+                "wall": wall,
+                "timed_out": timed_out,
+                "ready": os.pread(fds[5], 1, 0) == b"R",
+                "memory_error": result.endswith(MEMORY_MARK),
+                "stdout_size": sizes[0],
+                "stderr_size": sizes[1],
+                "result_size": sizes[2],
+                "lengths": [len(stdout), len(result), len(stderr)],
+            }
+            return record, stdout + result + stderr
+        finally:
+            for fd in fds[1:]:
+                os.close(fd)
+
+    # ----------------------------------------------------------------------- protocol
+    def _send(self, kind, header, raw=b""):
+        body = json.dumps(header).encode()
+        _write_fd(self.writer, struct.pack(">cII", kind, len(body), len(raw)) + body)
+        if raw:
+            _write_fd(self.writer, raw)
+
+    def serve(self, job):
+        code_fd, outcome = self._compile(job)
+        self._send(b"C", {"outcome": outcome})
+        healthy, reason = self._healthy()
+        if code_fd is not None:
+            try:
+                for index in job["indices"]:
+                    if not healthy:
+                        break
+                    record, raw = self._run_test(job, code_fd, job["inputs"][index])
+                    if record is None:
+                        healthy, reason = False, "the zygote did not fork"
+                        break
+                    healthy, reason = self._healthy()
+                    record["index"] = index
+                    self._send(b"T", record, raw)
+            finally:
+                os.close(code_fd)
+        self._send(b"E", {"healthy": healthy, "reason": reason})
+
+    def loop(self):
+        while True:
+            header = _read_exact(self.reader, 4)
+            if header is None:
+                return
+            job = json.loads(_read_exact(self.reader, struct.unpack(">I", header)[0]) or b"null")
+            if job.get("ping"):
+                self._send(b"E", {"healthy": True, "reason": "", "pid": os.getpid(), "uid": os.getuid()})
+            else:
+                self.serve(job)
+
+
+def _read_exact(fd, n):
+    chunks, got = [], 0
+    while got < n:
+        chunk = os.read(fd, n - got)
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
+
+
+def _kill_group(pid):
+    for target in (-pid, pid):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(target, signal.SIGKILL)
 
 
 def _wait_with_deadline(pid, seconds):
@@ -237,9 +505,7 @@ def _wait_with_deadline(pid, seconds):
 
     def on_alarm(signum, frame):
         fired.append(True)
-        for target in (-pid, pid):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(target, signal.SIGKILL)
+        _kill_group(pid)
 
     previous = signal.signal(signal.SIGALRM, on_alarm)
     signal.setitimer(signal.ITIMER_REAL, seconds)
@@ -251,110 +517,67 @@ def _wait_with_deadline(pid, seconds):
     return bool(fired), status, usage
 
 
-def run_test(job, program, index, test_input):
-    """Fork a child for one test, supervise it, and return its raw record."""
-    base = os.path.join(SCRATCH, f"t{index}")
-    paths = {key: f"{base}.{key}" for key in ("in", "out", "err", "res")}
-    with open(paths["in"], "w") as handle:
-        handle.write(test_input)
-    start = time.monotonic()
-    pid = os.fork()
-    if pid == 0:
-        _child(job, program, test_input, paths)
-    timed_out, status, usage = _wait_with_deadline(pid, job["wall_s"])
-    wall = time.monotonic() - start
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)  # anything the program left in its group
-    out = _tail(paths["out"], job["out_bytes"])
-    record = {
-        "exit": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
-        "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
-        "cpu": (usage.ru_utime + usage.ru_stime) if usage else 0.0,
-        "wall": wall,
-        "timed_out": timed_out,
-        "stdout": out.decode("utf-8", "replace"),
-        "stdout_bytes": len(out),
-        "result": _tail(paths["res"], job["out_bytes"]).decode("utf-8", "replace"),
-        "stderr": _tail(paths["err"], 4096).decode("utf-8", "replace")[-2000:],
-    }
-    _wipe_tmp()
-    return record
+def _wipe(root, mode, budget=1_000_000):
+    """Delete everything under root: no recursion, no symlink followed, permissions restored first.
 
-
-def _wipe_tmp():
-    """Delete everything in the scratch directory so no state survives a test."""
-    import shutil
-
-    for entry in os.listdir(SCRATCH):
-        path = os.path.join(SCRATCH, entry)
-        if os.path.isdir(path) and not os.path.islink(path):
-            shutil.rmtree(path, ignore_errors=True)
-        else:
-            with contextlib.suppress(OSError):
-                os.unlink(path)
-
-
-def compile_program(job):
-    """Compile the program in a limited child and return its code object; None on a compile error.
-
-    The child (rlimits, seccomp) runs only ``compile()``, so a compile bomb is bounded, and sends
-    the code object back marshalled through a scratch file; no untrusted code has run when the
-    worker reads it. Test children inherit the code object, so no test compiles again.
+    Returns:
+        Whether root is empty afterwards (False also when more than `budget` entries were found).
     """
-    path = os.path.join(SCRATCH, "program.marshal")
-    pid = os.fork()
-    if pid == 0:
-        try:
-            _limits(job)
-            install_seccomp()
-            code = compile(job["code"], "<solution>", "exec")
-            with open(path, "wb") as handle:
-                handle.write(marshal.dumps(code))
-        except SyntaxError:
-            os._exit(3)
-        except BaseException:
-            os._exit(4)
-        os._exit(0)
-    timed_out, raw, _ = _wait_with_deadline(pid, job["wall_s"])
+    names, seen = [], 0
     try:
-        if timed_out or not os.WIFEXITED(raw) or os.WEXITSTATUS(raw) != 0:
-            return None
-        with open(path, "rb") as handle:
-            return marshal.loads(handle.read())
+        if stat.S_IMODE(os.stat(root).st_mode) != mode:
+            os.chmod(root, mode)
+        os.chdir(root)
+        while True:
+            below = None
+            with os.scandir(".") as entries:
+                for entry in entries:
+                    seen += 1
+                    if entry.is_dir(follow_symlinks=False):
+                        below = entry.name
+                        break
+                    os.unlink(entry.name)
+            if seen > budget:
+                return False
+            if below is not None:
+                os.chmod(below, 0o700, follow_symlinks=False)
+                os.chdir(below)
+                names.append(below)
+            elif names:
+                os.chdir("..")
+                os.rmdir(names.pop())
+            else:
+                return not os.listdir(root)
+    except OSError:
+        return False
     finally:
-        _wipe_tmp()
+        with contextlib.suppress(OSError):
+            os.chdir(root)
 
 
 def main():
-    """Serve jobs from stdin until it closes."""
-    # The job protocol moves to private descriptors; 0, 1 and 2 are left for the tests' files.
-    reader = os.fdopen(os.dup(0), "rb")
-    writer = os.fdopen(os.dup(1), "wb")
+    """Start the zygote, then serve jobs from stdin until it closes."""
+    _PRCTL(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: no /proc/<pid>/mem, fd, maps for any sandbox process
+    reader, writer = os.dup(0), os.dup(1)  # the host pipes move to private descriptors
     null = os.open(os.devnull, os.O_RDWR)
-    os.dup2(null, 0)
-    os.dup2(null, 1)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
     os.close(null)
-    global _TEST_STREAMS
-    # A test child dup2()s its files onto 0, 1 and 2 and uses these wrappers, made once here with
-    # empty buffers (the zygote never reads or writes through them): building three text wrappers
-    # in every child cost ~0.2 ms per test.
-    _TEST_STREAMS = (open(0, closefd=False), open(1, "w", closefd=False), open(2, "w", closefd=False))  # noqa: SIM115
+    broker_end, zygote_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    zygote = os.fork()
+    if zygote == 0:  # before any job: this process never holds job data
+        os.dup2(zygote_end.fileno(), 3)
+        os.set_inheritable(3, True)
+        os.closerange(4, 1 << 16)  # the host pipes, the broker's socket end
+        global _TEST_STREAMS
+        # Text wrappers over fds 0-2 with empty buffers, made once: each child dup2()s its memfds under them.
+        _TEST_STREAMS = (open(0, closefd=False), open(1, "w", closefd=False), open(2, "w", closefd=False))  # noqa: SIM115
+        _zygote()
+    zygote_end.close()
+    for sig in (signal.SIGHUP, signal.SIGINT, signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2, signal.SIGIO):
+        signal.signal(sig, signal.SIG_IGN)  # no sandbox process may signal the broker; belt and braces
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    while True:
-        header = reader.read(4)
-        if len(header) < 4:
-            return
-        job = json.loads(reader.read(struct.unpack(">I", header)[0]))
-        if job.get("ping"):
-            reply = {"pong": True, "uid": os.getuid(), "pid": os.getpid()}
-        elif (program := compile_program(job)) is None:
-            reply = {"compile_error": True, "tests": []}
-        else:
-            tests = [run_test(job, program, i, t) for i, t in enumerate(job["inputs"])]
-            reply = {"compile_error": False, "tests": tests}
-        payload = json.dumps(reply).encode()
-        writer.write(struct.pack(">I", len(payload)) + payload)
-        writer.flush()
+    _Broker(reader, writer, broker_end, zygote).loop()
 
 
 if __name__ == "__main__":
