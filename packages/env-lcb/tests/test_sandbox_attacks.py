@@ -326,6 +326,17 @@ print(' '.join(leaks) or 'refused')
     attack(box, code, [{"input": "", "output": "refused"}], ["ok"])
 
 
+@pytest.mark.parametrize("flags", [0x8011, 0x11, 0x8000, 0x10000 | 0x8011, 0x4000 | 0x11])
+def test_class3_no_raw_clone_creates_a_process(box, flags):
+    # the zygote's own clone(CLONE_PARENT | SIGCHLD) is allowed by its filter; each child's filter denies it
+    code = (
+        "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        f"pid = libc.syscall(56, {flags}, 0, 0, 0, 0)\n"
+        "if pid == 0:\n    os._exit(0)\nprint('made' if pid > 0 else 'refused')"
+    )
+    attack(box, code, [{"input": "", "output": "refused"}], ["ok"])
+
+
 def test_class3_worker_is_not_dumpable_and_children_hold_no_capabilities(box):
     code = """
 status = dict(l.split(':', 1) for l in open('/proc/self/status').read().splitlines() if ':' in l)

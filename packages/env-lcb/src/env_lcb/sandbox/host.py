@@ -285,6 +285,8 @@ class _Worker:
         self.args, self.degraded = args, degraded
         self.process: subprocess.Popen[bytes] | None = None
         self.scratch: str | None = None
+        self._pollers: dict[tuple[int, int], select.poll] = {}
+        self._buffer = bytearray()  # reply bytes read ahead
 
     def start(self) -> None:
         env = None
@@ -319,37 +321,44 @@ class _Worker:
         assert self.process is not None
         assert self.process.stdin is not None
         fd, view = self.process.stdin.fileno(), memoryview(data)
-        poller = select.poll()
-        poller.register(fd, select.POLLOUT)
         while view:
-            if not poller.poll(max(0.0, deadline - time.monotonic()) * 1000):
-                raise _WorkerLost("the worker did not read its job in time")
             try:
                 view = view[os.write(fd, view) :]
-            except BlockingIOError:
                 continue
+            except BlockingIOError:
+                pass
             except OSError as exc:
                 raise _WorkerLost(f"the worker's pipe broke ({exc})") from exc
+            if not self._poller(fd, select.POLLOUT).poll(max(0.0, deadline - time.monotonic()) * 1000):
+                raise _WorkerLost("the worker did not read its job in time")
 
     def _recv(self, n: int, deadline: float) -> bytes:
+        """Exactly n bytes of the reply stream (read ahead in blocks of up to 1 MiB)."""
         assert self.process is not None
         assert self.process.stdout is not None
-        fd, buffer = self.process.stdout.fileno(), bytearray()
-        poller = select.poll()
-        poller.register(fd, select.POLLIN)
+        fd, buffer = self.process.stdout.fileno(), self._buffer
         while len(buffer) < n:
-            if not poller.poll(max(0.0, deadline - time.monotonic()) * 1000):
-                raise _WorkerLost("no reply in time")
             try:
-                chunk = os.read(fd, min(n - len(buffer), 1 << 20))
+                chunk = os.read(fd, min(max(n - len(buffer), 1 << 16), 1 << 20))
             except BlockingIOError:
+                if not self._poller(fd, select.POLLIN).poll(max(0.0, deadline - time.monotonic()) * 1000):
+                    raise _WorkerLost("no reply in time") from None
                 continue
             except OSError as exc:
                 raise _WorkerLost(f"the worker's pipe broke ({exc})") from exc
             if not chunk:
                 raise _WorkerLost("the worker exited")
             buffer += chunk
-        return bytes(buffer)
+        data = bytes(buffer[:n])
+        del buffer[:n]
+        return data
+
+    def _poller(self, fd: int, events: int) -> select.poll:
+        key = (fd, events)
+        if key not in self._pollers:
+            self._pollers[key] = select.poll()
+            self._pollers[key].register(fd, events)
+        return self._pollers[key]
 
     def exchange(self, job: dict[str, Any], frame_s: float, max_raw: int) -> Iterator[tuple[bytes, dict, bytes]]:
         """Send a job; yield its frames (kind, header, raw bytes) until the end frame."""
@@ -384,6 +393,8 @@ class _Worker:
                     if stream is not None:
                         stream.close()
             self.process = None
+            self._pollers = {}
+            self._buffer = bytearray()
         if self.scratch:
             shutil.rmtree(self.scratch, ignore_errors=True)
             self.scratch = None
