@@ -1,4 +1,4 @@
-"""Advantages: test vectors of estimators.md, brute force, and properties."""
+"""Advantages: the reference test vectors TV1-TV11, brute force, and properties."""
 
 from __future__ import annotations
 

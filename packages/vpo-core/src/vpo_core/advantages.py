@@ -7,7 +7,7 @@ decorators of `vpo_core.methods`; the building blocks (`group_zscore`, `max_at_k
 `maxrl_advantages`, `gdpo_advantages`, `zscore_by_index`) are public so that engine adapters reuse
 them instead of re-deriving the math.
 
-Conventions (estimators.md): the z-score uses the population std with eps = 1e-6 added, and a group
+Conventions (the paper's appendix; veRL's ``core_algos``): the z-score uses the population std with eps = 1e-6 added, and a group
 whose std is below eps gets all-zero advantages (the paper's appendix); ``std="unbiased"`` gives
 veRL's convention instead (Bessel-corrected std; a singleton group keeps mean 0 and std 1). A group
 whose scalars are all equal gets zeros under both, for any eps >= 0.
@@ -167,7 +167,7 @@ def group_zscore(scores: ArrayLike, *, std: Std = "population", eps: float = 1e-
 
 
 def max_at_k_transform(scores: ArrayLike, k: int) -> NDArray[np.float64]:
-    """The unbiased per-sample max@k weights s_i (Bagirov et al.; PKPO's s), estimators.md §6.
+    """The unbiased per-sample max@k weights s_i (Bagirov et al. 2025; the s of Walder & Karkhanis's PKPO).
 
     s_i = (1/C(n,k)) Σ over k-subsets S containing i of max_{l∈S} x_l; Σ_i s_i = k·(max@k estimate).
     Computed in O(n log n) per group: one sort, a diagonal term and a reverse cumulative sum. Every

@@ -202,7 +202,7 @@ def get_method(name: str) -> Method:
         raise ValueError(f"unknown method {name!r}; choose one of {sorted(METHODS)}.") from None
 
 
-# The paper's methods (section 4.2; estimators.md). Objectives and normalisers: `vpo_core.advantages`.
+# The methods of the VPO paper (section 4.2 and appendix). Objectives and normalisers: `vpo_core.advantages`.
 register_method("grpo", mode="single", m=1, objective="w_star", normalizer="zscore",
                 description="GRPO on the fixed scalar w*·r")  # fmt: skip
 register_method("random_w", mode="single", m=1, objective="random_w", normalizer="zscore",

@@ -78,7 +78,7 @@ def multi_rlvr_reward(rewards: ArrayLike, w_star: ArrayLike) -> NDArray[np.float
     """Multi-RLVR as run for the VPO paper: the sum of w*·r over a completion's candidates.
 
     The matrix must already be de-duplicated and zero-padded (`TextEnv.training_rewards`), so a
-    duplicate is worth a missing answer (estimators.md §5b).
+    duplicate is worth a missing answer (the VPO authors' Multi-RLVR baseline).
 
     Args:
         rewards: Reward matrices, shape (..., m, d).
