@@ -253,3 +253,97 @@ def test_workers_survive_the_thread_that_asked_for_them():
         assert box.restarts == 0
     finally:
         box.close()
+
+
+# ------------------------------------------------------------------ worker health and degraded mode
+def test_a_worker_killed_mid_job_is_replaced_and_every_test_gets_a_verdict():
+    import threading
+
+    with Sandbox(workers=1) as box:
+        pid = box.worker_pids()[0]
+        code = "import time\ntime.sleep(0.3)\nprint(int(input()) * 2)"
+        tests = [{"input": str(i), "output": str(2 * i)} for i in range(4)]
+        killer = threading.Timer(0.5, lambda: os.killpg(pid, 9))
+        killer.start()
+        result = box.grade(code, tests, time_limit_s=1)
+        killer.join()
+        assert result.verdicts == ["ok"] * 4  # the unfinished tests ran again on a fresh worker
+        assert box.restarts == 1
+        assert box.worker_pids() != [pid]
+
+
+def test_a_test_that_loses_two_workers_is_infra_not_an_exception(monkeypatch):
+    import env_lcb.sandbox.host as host
+
+    with Sandbox(workers=1) as box:
+
+        def lost(self, job, frame_s, max_raw):
+            raise host._WorkerLost("simulated")
+            yield  # pragma: no cover
+
+        monkeypatch.setattr(host._Worker, "exchange", lost)
+        result = box.grade("print(1)", [{"input": "", "output": "1"}] * 2)
+        assert result.verdicts == ["infra", "infra"]
+        assert not result.passed.any()
+
+
+def test_a_tampered_zygote_makes_the_worker_be_replaced():
+    import resource
+
+    with Sandbox(workers=1) as box:
+        tests = [{"input": "1", "output": "1"}]
+        assert box.grade("print(input())", tests).verdicts == ["ok"]
+        zygotes = _descendants(box.worker_pids()[0])[1:]  # bwrap -> broker (pid 1 inside) -> zygote
+        assert len(zygotes) == 1
+        resource.prlimit(zygotes[0], resource.RLIMIT_NOFILE, (32, 32))  # from outside: a test child cannot
+        assert box.grade("print(input())", tests).verdicts == ["ok"]
+        assert box.restarts == 1  # the broker noticed at its next health check; the verdict stands
+        assert box.grade("print(input())", tests).verdicts == ["ok"]
+        assert box.restarts == 1
+
+
+def test_wipe_survives_hostile_permissions(tmp_path):
+    from env_lcb.sandbox.worker import _wipe
+
+    root = tmp_path / "scratch"
+    (root / "a" / "b").mkdir(parents=True)
+    (root / "a" / "b" / "f").write_text("x")
+    (root / "a" / "b").chmod(0o500)
+    (root / "a").chmod(0)
+    (root / "link").symlink_to(tmp_path)  # must not be followed
+    (tmp_path / "keep").write_text("kept")
+    deep = root
+    for _ in range(300):
+        deep = deep / "d"
+    os.makedirs(deep)
+    root.chmod(0o500)
+    assert _wipe(str(root), 0o700)
+    assert os.listdir(root) == []
+    assert (tmp_path / "keep").read_text() == "kept"
+
+
+def test_grade_accepts_allow_degraded_and_says_what_degraded_means(monkeypatch, caplog):
+    import env_lcb
+    import env_lcb.sandbox.host as host
+
+    monkeypatch.setattr(host, "_bwrap_works", lambda python: None)
+    monkeypatch.setattr(host, "_DEFAULT", None)
+    with pytest.raises(SandboxError, match="allow_degraded=True"):
+        env_lcb.grade("print(1)", [{"input": "", "output": "1"}])
+    try:
+        with caplog.at_level("WARNING"):
+            result = env_lcb.grade("print(1)", [{"input": "", "output": "1"}], allow_degraded=True)
+        assert result.verdicts == ["ok"]
+        assert result.isolation == "degraded"
+        assert "READ AND WRITE" in caplog.text  # true: the program runs as this user, files unhidden
+        with pytest.raises(SandboxError, match="runs degraded"):  # a later caller must opt in too
+            env_lcb.grade("print(1)", [{"input": "", "output": "1"}])
+        # the warning is true: a degraded program can write a file this user owns
+        target = Path(host._DEFAULT._idle[0].scratch).parent / f"vpo-degraded-{os.getpid()}"
+        code = f"open({str(target)!r}, 'w').write('x')\nprint(1)"
+        assert env_lcb.grade(code, [{"input": "", "output": "1"}], allow_degraded=True).verdicts == ["ok"]
+        assert target.exists()
+        target.unlink()
+    finally:
+        if host._DEFAULT is not None:
+            host._DEFAULT.close()

@@ -609,6 +609,8 @@ class Sandbox:
                 elif kind == b"T":
                     i = _check_record(header, raw, [j for j in job["indices"] if verdicts[j] is None], job)
                     verdicts[i] = _verdict(header, raw, str(tests[i]["output"]), fn_name, job)
+                    if verdicts[i] == "infra":
+                        logger.warning("sandbox: the harness failed before the program ran: %s", raw[-300:])
                     cpu[i], wall[i] = float(header["cpu"]), float(header["wall"])
                     stderr[i] = raw[len(raw) - header["lengths"][2] :].decode("utf-8", "replace")
                     progress = True
