@@ -55,7 +55,9 @@ def test_initial_programs_compile():
 
 @pytest.fixture(scope="module")
 def env():
-    return LcbEnv(data_dir=DATA, source="lcb_lite", time_limit_s=2.0)
+    env = LcbEnv(data_dir=DATA, source="lcb_lite", time_limit_s=2.0)
+    yield env
+    env.sandbox.close()  # no sandbox worker outlives the module
 
 
 def test_lcb_env_is_searchable(env):

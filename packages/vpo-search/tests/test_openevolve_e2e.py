@@ -48,7 +48,9 @@ def _fail():
 
 @pytest.fixture(scope="module")
 def env():
-    return LcbEnv(data_dir=DATA, source="lcb_lite", time_limit_s=2.0)
+    env = LcbEnv(data_dir=DATA, source="lcb_lite", time_limit_s=2.0)
+    yield env
+    env.sandbox.close()  # no sandbox worker outlives the module
 
 
 def _options(server, tmp_path, *extra):
