@@ -17,9 +17,10 @@ __all__ = ["LOGGERS", "TrainConfig", "parse_overrides"]
 _INT_MIN = {
     "m": 1,
     "threads": 1,
+    "sample_threads": 1,
     "warmup_steps": 0,
     "warmup_batch": 1,
-    "steps": 1,
+    "steps": 0,
     "prompts_per_step": 1,
     "group_size": 1,
     "mini_batches": 1,
@@ -74,14 +75,15 @@ class TrainConfig:
     out: str | None = option(None, "run directory; default runs/<env>-<method>-seed<seed>")
     seed: int = option(0, "seed of the model init, warm-up, task sampling and rollouts")
     device: str = option("cpu", "cpu or cuda[:i]")
-    threads: int = option(2, "torch CPU threads (>= 1)")
+    threads: int = option(2, "torch CPU threads for training steps (>= 1)")
+    sample_threads: int = option(1, "torch CPU threads while sampling (a small model samples fastest on one)")
     logger: str = option("console", f"experiment trackers, comma-separated: {', '.join(LOGGERS)}")
     # warm-up (supervised) on the env's demonstrations, for the default model
     warmup_steps: int = option(500, "supervised warm-up steps on env.demonstration(...) (default model only)")
     warmup_batch: int = option(32, "warm-up batch size (examples)")
     warmup_lr: float = option(2e-3, "warm-up learning rate (AdamW, linear warm-up and decay)")
     # RL (the paper's loss: PPO-clip 0.2, dual clip 3.0, token-mean, low_var_kl 1e-3, AdamW, clip 1.0)
-    steps: int = option(50, "RL steps")
+    steps: int = option(50, "RL steps (0: warm up, save init_model and stop, e.g. to share a warm start)")
     prompts_per_step: int = option(8, "prompts per RL step")
     group_size: int = option(8, "rollouts per prompt (G >= 2)")
     lr: float = option(1e-4, "RL learning rate (AdamW)")
@@ -174,7 +176,18 @@ class TrainConfig:
     def identity(self) -> dict[str, Any]:
         """The fields that must match for a run directory to be resumed."""
         data = self.to_json()
-        for key in ("out", "device", "threads", "steps", "save_every", "eval_tasks", "eval_samples", "eval_seeds"):
+        for key in (
+            "out",
+            "device",
+            "threads",
+            "sample_threads",
+            "logger",
+            "steps",
+            "save_every",
+            "eval_tasks",
+            "eval_samples",
+            "eval_seeds",
+        ):
             data.pop(key)
         return data
 

@@ -466,9 +466,13 @@ def run(config: TrainConfig) -> dict[str, Any]:
     started = time.perf_counter()
     state = open_run(config)
     policy, run_id, first_step = build_policy(state)
+    if config.steps == 0:
+        _log(f"steps=0: the warm-started model is in {state.run_dir.init_model} (run id {run_id}); no RL")
+        return {"run_id": run_id, "seconds": time.perf_counter() - started, "timings": dict(state.timings)}
     with _quiet_hf():
         reference = load_policy(state.run_dir.init_model, config.device)
     reference.model.requires_grad_(False)
+    policy.sample_threads = reference.sample_threads = config.sample_threads
     max_new = token_budget(state, policy)
     init = None
     if config.eval_tasks:

@@ -1,0 +1,320 @@
+"""A grid of local runs (methods × seeds) with shared warm starts, their evaluation and a summary.
+
+``uv run apps/experiment.py env=maze-v1`` regenerates a results folder from nothing:
+
+1. one warm start per (prompt mode, seed): ``apps/train.py steps=0`` saves ``init_model`` after the
+   supervised warm-up, so every method of a mode starts a seed from the same weights and the methods
+   differ only in the estimator, as in the paper;
+2. one RL run per (method, seed) from that warm start (``model=<warm start> warmup_steps=0``);
+3. ``apps/evaluate.py`` on every final model and every warm start (the paper's pools);
+4. the compact summary of each run (config, per-step metrics, pools as ``.npz``) copied into
+   ``out/``, where `vpo_core.adapters.local.experiment_report` turns it into tables with intervals.
+
+Every job runs as a subprocess of the public commands and leaves a ``done.json`` marker holding its
+command, so re-running the same command skips what is finished and resumes what is not (a killed RL
+run resumes from its checkpoint). ``jobs=2`` runs two at a time, each on ``threads`` torch threads.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from vpo_core.cli_config import option, run_cli
+from vpo_core.methods import METHODS, get_method
+
+__all__ = ["ExperimentConfig", "Job", "main", "plan"]
+
+
+@dataclass
+class ExperimentConfig:
+    """What the experiment runs (every field is a ``key=value`` option of ``apps/experiment.py``)."""
+
+    env: str = option("maze-v1", "env id")
+    methods: str = option(
+        "grpo,multi_rlvr,vpo,random_w,max_at_k,maxrl,goal_cond,gdpo", "methods, comma-separated (the paper's eight)"
+    )
+    main_methods: str = option("grpo,multi_rlvr,vpo", "methods run with main_seeds seeds; the others get other_seeds")
+    main_seeds: int = option(5, "seeds of the main methods")
+    other_seeds: int = option(3, "seeds of the other methods")
+    ablation_options: str = option(
+        "env.demonstrations=solver",
+        "extra train options of the warm-start ablation (run for the main methods' first ablation_seeds seeds); "
+        "empty = no ablation",
+    )
+    ablation_seeds: int = option(2, "seeds of the warm-start ablation")
+    steps: int = option(50, "RL steps per run")
+    train: str = option("", "extra apps/train.py options for every run, space-separated key=value")
+    eval_tasks: int = option(100, "test tasks evaluated")
+    eval_samples: int = option(30, "candidates per task (samples // m chains in multi mode)")
+    evaluate: str = option("", "extra apps/evaluate.py options, space-separated key=value")
+    jobs: int = option(2, "jobs run at once")
+    threads: int = option(1, "torch threads per job")
+    work: str | None = option(None, "run directories (big; not committed); default runs/experiment-<env>")
+    out: str | None = option(None, "summary folder (small; committed); default results/<env>-miniature")
+    dry_run: bool = option(False, "print the jobs and exit")
+
+    def __post_init__(self) -> None:
+        unknown = [m for m in self.method_list if m not in METHODS]
+        if unknown:
+            raise ValueError(f"unknown methods {unknown}; choose from {sorted(METHODS)}.")
+        for name in ("main_seeds", "other_seeds", "jobs", "threads", "eval_tasks", "eval_samples"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}.")
+        if self.steps < 0 or self.ablation_seeds < 0:
+            raise ValueError("steps and ablation_seeds must be >= 0.")
+
+    @property
+    def method_list(self) -> list[str]:
+        """The methods, in the order given."""
+        return [m.strip() for m in self.methods.split(",") if m.strip()]
+
+    def seeds(self, method: str) -> int:
+        """How many seeds `method` runs."""
+        main = {m.strip() for m in self.main_methods.split(",")}
+        return self.main_seeds if method in main else self.other_seeds
+
+    @property
+    def work_dir(self) -> Path:
+        """Where the run directories go."""
+        return Path(self.work or f"runs/experiment-{self.env}")
+
+    @property
+    def out_dir(self) -> Path:
+        """Where the committed summary goes."""
+        return Path(self.out or f"results/{self.env}-miniature")
+
+
+@dataclass
+class Job:
+    """One subprocess of the experiment.
+
+    Attributes:
+        name: Unique name (also the folder of its marker).
+        kind: ``"warm"``, ``"train"`` or ``"eval"``.
+        args: The command line after the Python interpreter.
+        after: Names of the jobs that must finish first.
+        info: What the summary needs to know (method, seed, mode, variant, run directory).
+    """
+
+    name: str
+    kind: str
+    args: list[str]
+    after: list[str] = field(default_factory=list)
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+def _variants(config: ExperimentConfig) -> list[tuple[str, list[str], int | None]]:
+    """(variant name, extra train options, seed cap): the main grid, then the warm-start ablation."""
+    out: list[tuple[str, list[str], int | None]] = [("main", [], None)]
+    if config.ablation_options.strip() and config.ablation_seeds:
+        out.append(("ablation", config.ablation_options.split(), config.ablation_seeds))
+    return out
+
+
+def plan(config: ExperimentConfig) -> list[Job]:
+    """Every job of the experiment, dependencies before dependants."""
+    work = config.work_dir
+    train_extra = config.train.split()
+    common = [f"env={config.env}", f"threads={config.threads}", "eval_tasks=0", *train_extra]
+    warm_jobs: dict[str, Job] = {}
+    jobs: list[Job] = []
+    evals: list[Job] = []
+    main = {m.strip() for m in config.main_methods.split(",")}
+    for variant, extra, cap in _variants(config):
+        for method in config.method_list:
+            if variant != "main" and method not in main:
+                continue
+            record = get_method(method)
+            seeds = config.seeds(method) if cap is None else min(cap, config.seeds(method))
+            for seed in range(seeds):
+                warm_name = f"{variant}/warm-{record.mode}-seed{seed}"
+                warm_dir = work / warm_name
+                if warm_name not in warm_jobs:
+                    # any method of the mode gives the same warm-up (it depends on mode, m and seed only)
+                    warm_method = next(m for m in config.method_list if get_method(m).mode == record.mode)
+                    warm_jobs[warm_name] = Job(
+                        warm_name,
+                        "warm",
+                        [*_train_args(warm_method, seed, 0), f"out={warm_dir}", *common, *extra],
+                        info={"variant": variant, "mode": record.mode, "seed": seed, "run": str(warm_dir)},
+                    )
+                    evals.append(_eval_job(config, f"{warm_name}@init", f"{warm_dir}@init", [warm_name], variant))
+                    evals[-1].info.update(method=f"warm-{record.mode}", seed=seed, mode=record.mode)
+                run_name = f"{variant}/{method}-seed{seed}"
+                run_dir = work / run_name
+                jobs.append(
+                    Job(
+                        run_name,
+                        "train",
+                        [
+                            *_train_args(method, seed, config.steps),
+                            f"model={warm_dir / 'init_model'}",
+                            "warmup_steps=0",
+                            f"out={run_dir}",
+                            *common,
+                            *extra,
+                        ],
+                        after=[warm_name],
+                        info={"variant": variant, "method": method, "seed": seed, "mode": record.mode},
+                    )
+                )
+                evals.append(_eval_job(config, run_name, str(run_dir), [run_name], variant))
+                evals[-1].info.update(method=method, seed=seed, mode=record.mode, run=str(run_dir))
+    return [*warm_jobs.values(), *jobs, *evals]
+
+
+def _train_args(method: str, seed: int, steps: int) -> list[str]:
+    return ["apps/train.py", f"method={method}", f"seed={seed}", f"steps={steps}"]
+
+
+def _eval_job(config: ExperimentConfig, name: str, checkpoint: str, after: list[str], variant: str) -> Job:
+    out = config.work_dir / "eval" / name.replace("@", "-")
+    args = ["apps/evaluate.py", f"env={config.env}", f"checkpoints={checkpoint}", f"out={out}"]
+    args += [f"tasks={config.eval_tasks}", f"samples={config.eval_samples}", *config.evaluate.split()]
+    return Job(f"eval/{name}", "eval", args, after=after, info={"variant": variant, "eval_dir": str(out)})
+
+
+def _marker(config: ExperimentConfig, job: Job) -> Path:
+    return config.work_dir / "done" / f"{job.name.replace('/', '__').replace('@', '-')}.json"
+
+
+def _is_done(config: ExperimentConfig, job: Job) -> bool:
+    marker = _marker(config, job)
+    return marker.exists() and json.loads(marker.read_text()).get("args") == job.args
+
+
+def _run_job(config: ExperimentConfig, job: Job) -> float:
+    """Run one job to completion (its output goes to a log file beside the marker); returns seconds."""
+    log_dir = config.work_dir / "logs"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    log_file = log_dir / f"{job.name.replace('/', '__').replace('@', '-')}.log"
+    started = time.perf_counter()
+    with log_file.open("a") as log:
+        log.write(f"$ {sys.executable} {' '.join(job.args)}\n")
+        log.flush()
+        result = subprocess.run([sys.executable, *job.args], stdout=log, stderr=subprocess.STDOUT)
+    seconds = time.perf_counter() - started
+    if result.returncode != 0:
+        raise RuntimeError(f"job {job.name} failed (exit {result.returncode}); see {log_file}")
+    marker = _marker(config, job)
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_text(json.dumps({"args": job.args, "seconds": seconds}))
+    return seconds
+
+
+def run_jobs(config: ExperimentConfig, jobs: Sequence[Job]) -> None:
+    """Run the jobs `config.jobs` at a time, each after its dependencies; finished jobs are skipped."""
+    pending = [j for j in jobs if not _is_done(config, j)]
+    done = {j.name for j in jobs} - {j.name for j in pending}
+    failed: set[str] = set()
+    total = len(pending)
+    print(f"{len(jobs) - total} of {len(jobs)} jobs already done; running {total}", file=sys.stderr)
+    with ThreadPoolExecutor(config.jobs) as pool:
+        running: dict[Any, Job] = {}
+        while pending or running:
+            ready = [j for j in pending if all(a in done for a in j.after)]
+            blocked = [j for j in pending if any(a in failed for a in j.after)]
+            for job in blocked:
+                pending.remove(job)
+                failed.add(job.name)
+            for job in ready[: config.jobs - len(running)]:
+                pending.remove(job)
+                running[pool.submit(_run_job, config, job)] = job
+            if not running:
+                break
+            finished = next(f for f in _wait_first(list(running)))
+            job = running.pop(finished)
+            try:
+                seconds = finished.result()
+                done.add(job.name)
+                print(f"[{len(done)}/{len(jobs)}] {job.name} done in {seconds:.0f}s", file=sys.stderr)
+            except RuntimeError as exc:
+                failed.add(job.name)
+                print(f"error: {exc}", file=sys.stderr)
+    if failed:
+        raise RuntimeError(f"{len(failed)} job(s) failed or were blocked: {sorted(failed)[:5]} ...")
+
+
+def _wait_first(futures: list[Any]) -> Any:
+    from concurrent.futures import FIRST_COMPLETED, wait
+
+    finished, _ = wait(futures, return_when=FIRST_COMPLETED)
+    return iter(finished)
+
+
+def collect(config: ExperimentConfig, jobs: Sequence[Job]) -> Path:
+    """Copy each finished run's small summary into ``out/`` and write ``out/index.json``.
+
+    Returns:
+        The index file: one record per evaluated model (variant, method, seed, mode, pool file).
+    """
+    out = config.out_dir
+    (out / "pools").mkdir(parents=True, exist_ok=True)
+    records = []
+    for job in jobs:
+        if job.kind != "eval" or not _is_done(config, job):
+            continue
+        eval_dir = Path(job.info["eval_dir"])
+        pools = sorted(eval_dir.glob("pool_*.npy"))
+        for pool_file in pools:
+            label = pool_file.stem.removeprefix("pool_")
+            key = f"{job.name.removeprefix('eval/').replace('/', '__').replace('@', '-')}__{label}"
+            target = out / "pools" / f"{key}.npz"
+            np.savez_compressed(target, rewards=np.load(pool_file).astype(np.float32))
+            records.append({**job.info, "label": label, "pool": str(target.relative_to(out))})
+        run = job.info.get("run")
+        if run and job.info.get("method", "").startswith("warm") is False:
+            run_out = out / "runs" / job.name.removeprefix("eval/").replace("/", "__")
+            run_out.mkdir(parents=True, exist_ok=True)
+            for name in ("config.json", "metrics.jsonl", "report.json"):
+                source = Path(run) / name
+                if source.exists():
+                    shutil.copy2(source, run_out / name)
+    index = out / "index.json"
+    settings = {k: v for k, v in vars(config).items() if k not in ("dry_run",)}
+    index.write_text(json.dumps({"config": settings, "pools": records}, indent=1))
+    return index
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``apps/experiment.py``: 0 on success, 1 if a job failed, 2 on bad options."""
+    config = run_cli(
+        ExperimentConfig,
+        argv,
+        prog="apps/experiment.py",
+        description="Methods × seeds on the local engine with shared warm starts, evaluation and a summary.",
+    )
+    if isinstance(config, int):
+        return config
+    if not Path("apps/train.py").exists():
+        print("error: run apps/experiment.py from the checkout's root (it calls apps/train.py and apps/evaluate.py).")
+        return 2
+    jobs = plan(config)
+    if config.dry_run:
+        for job in jobs:
+            state = "done" if _is_done(config, job) else "todo"
+            print(f"{state}  {job.name:40s} {' '.join(job.args)}")
+        return 0
+    try:
+        run_jobs(config, jobs)
+    except RuntimeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        collect(config, jobs)
+        return 1
+    index = collect(config, jobs)
+    from vpo_core.adapters.local.experiment_report import write_report
+
+    report = write_report(index)
+    print(f"wrote {index.parent}/ ({report.name})", file=sys.stderr)
+    return 0

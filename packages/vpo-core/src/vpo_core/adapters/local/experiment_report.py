@@ -1,0 +1,245 @@
+"""Tables and plots with intervals from an experiment's summary folder (written by `experiment.collect`).
+
+Every number is recomputed from the committed pools, so any metric can be re-analysed without
+re-training. Per model, each test task gives one value per metric (best@k of the task's pool, its
+E_w[best@5], its mean w*-score, the diversity of its pool); `vpo_core.stats` turns the (seed, task)
+table of an arm into a mean with a two-level bootstrap interval, and the paired (seed, task)
+differences of two arms into an interval of the difference. ρ̄ is a property of a whole pool, so its
+interval resamples seeds only.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from vpo_core.metrics import best_at_k, best_at_k_chains, collinearity, expected_best_at_k, reward_diversity
+from vpo_core.stats import Interval, bootstrap_ci, paired_difference_ci
+
+__all__ = ["KS", "arm_name", "per_task_metrics", "write_report"]
+
+KS = (1, 3, 5, 10, 30)
+
+
+def per_task_metrics(rewards: np.ndarray, w_star: np.ndarray, *, mode: str, num_weights: int = 100) -> dict[str, Any]:
+    """Per-task metrics of one model's pools.
+
+    Args:
+        rewards: Pools, shape (T, n, m, d): n completions of m candidates per task.
+        w_star: The GRPO scalarisation, shape (d,).
+        mode: ``"multi"`` uses the chain estimator (``m`` candidates per chain), ``"single"`` iid samples.
+        num_weights: Dirichlet draws of E_w[best@5].
+
+    Returns:
+        ``{"best@k": (T,) ...}``, ``"E_w[best@5]"``, ``"mean_w_star"``, ``"diversity"`` (each shape (T,)),
+        ``"curve"`` (T, K) best@k for k = 1..K, and ``"collinearity"`` (a float: ρ̄ of the whole pool).
+    """
+    n_tasks, n, m, d = rewards.shape
+    scores = rewards @ w_star  # (T, n, m)
+    size = n * m
+    out: dict[str, Any] = {}
+    if mode == "multi":
+        curve = np.stack([best_at_k_chains(scores, k) for k in range(1, size + 1)], axis=1)
+        ew = [expected_best_at_k(r, 5, num_weights=num_weights, chains=True) for r in rewards] if size >= 5 else None
+    else:
+        flat_scores = scores.reshape(n_tasks, size)
+        curve = np.stack([best_at_k(flat_scores, k) for k in range(1, size + 1)], axis=1)
+        flat = rewards.reshape(n_tasks, size, d)
+        ew = [expected_best_at_k(r, 5, num_weights=num_weights) for r in flat] if size >= 5 else None
+    out["curve"] = np.asarray(curve, dtype=np.float64).reshape(n_tasks, size)
+    for k in KS:
+        if k <= size:
+            out[f"best@{k}"] = out["curve"][:, k - 1]
+    if ew is not None:
+        out["E_w[best@5]"] = np.asarray(ew)
+    out["mean_w_star"] = scores.reshape(n_tasks, -1).mean(axis=1)
+    flat_rewards = rewards.reshape(n_tasks, size, d)
+    out["diversity"] = np.array([reward_diversity(flat_rewards[t]) for t in range(n_tasks)])
+    out["collinearity"] = collinearity(flat_rewards.reshape(-1, d))
+    return out
+
+
+def arm_name(record: dict[str, Any]) -> str:
+    """The arm of a pool: its method plus any conditioning suffix the evaluation added to the label."""
+    method = str(record["method"])
+    run = Path(str(record.get("run", ""))).name
+    suffix = str(record["label"]).removeprefix(run) if run else ""
+    suffix = suffix.removeprefix("-init").removeprefix("@init")
+    prefix = "" if record.get("variant", "main") == "main" else f"{record['variant']}:"
+    return f"{prefix}{method}{suffix}"
+
+
+METRICS = (*(f"best@{k}" for k in KS), "E_w[best@5]", "diversity", "mean_w_star")
+
+
+def _stack_by_seed(per_seed: dict[int, dict[str, Any]], key: str, seeds: Sequence[int]) -> np.ndarray:
+    return np.stack([per_seed[s][key] for s in seeds])
+
+
+def summarise(index_file: Path, w_star: np.ndarray) -> dict[str, Any]:
+    """Intervals of every arm and metric, and paired differences against each baseline.
+
+    Returns:
+        ``{"arms": {arm: {"seeds": [...], "mode": str, metric: Interval-as-dict, ...}},
+        "differences": {"vpo - grpo": {metric: Interval-as-dict}}, "curves": {arm: [[mean, low, high] per k]}}``.
+    """
+    index = json.loads(Path(index_file).read_text())
+    root = Path(index_file).parent
+    arms: dict[str, dict[int, dict[str, Any]]] = defaultdict(dict)
+    modes: dict[str, str] = {}
+    for record in index["pools"]:
+        rewards = np.load(root / record["pool"])["rewards"].astype(np.float64)
+        arm = arm_name(record)
+        arms[arm][int(record["seed"])] = per_task_metrics(rewards, w_star, mode=record["mode"])
+        modes[arm] = record["mode"]
+    summary: dict[str, Any] = {"arms": {}, "differences": {}, "curves": {}}
+    for arm, per_seed in sorted(arms.items()):
+        seeds = sorted(per_seed)
+        entry: dict[str, Any] = {"seeds": seeds, "mode": modes[arm]}
+        for metric in METRICS:
+            if all(metric in per_seed[s] for s in seeds):
+                entry[metric] = _interval(bootstrap_ci(_stack_by_seed(per_seed, metric, seeds)))
+        rho = np.array([[per_seed[s]["collinearity"]] for s in seeds])
+        if np.all(np.isfinite(rho)):
+            entry["collinearity"] = _interval(bootstrap_ci(rho))
+        summary["arms"][arm] = entry
+        curves = _stack_by_seed(per_seed, "curve", seeds) if _same_width(per_seed, seeds) else None
+        if curves is not None:
+            summary["curves"][arm] = [
+                list(_triple(bootstrap_ci(curves[:, :, k], replicates=1000))) for k in range(curves.shape[2])
+            ]
+    main_arms = [a for a in arms if ":" not in a and not a.startswith("warm-")]
+    if "vpo" in arms:
+        for other in main_arms:
+            if other == "vpo":
+                continue
+            common = sorted(set(arms["vpo"]) & set(arms[other]))
+            if not common:
+                continue
+            diffs = {}
+            for metric in METRICS:
+                if all(metric in arms["vpo"][s] and metric in arms[other][s] for s in common):
+                    a = _stack_by_seed(arms["vpo"], metric, common)
+                    b = _stack_by_seed(arms[other], metric, common)
+                    diffs[metric] = _interval(paired_difference_ci(a, b))
+            summary["differences"][f"vpo - {other}"] = diffs
+    return summary
+
+
+def _same_width(per_seed: dict[int, dict[str, Any]], seeds: Sequence[int]) -> bool:
+    return len({per_seed[s]["curve"].shape for s in seeds}) == 1
+
+
+def _interval(ci: Interval) -> dict[str, float]:
+    return {"mean": ci.estimate, "low": ci.low, "high": ci.high, "seeds": ci.seeds, "tasks": ci.tasks}
+
+
+def _triple(ci: Interval) -> tuple[float, float, float]:
+    return ci.estimate, ci.low, ci.high
+
+
+def _cell(entry: dict[str, Any] | None) -> str:
+    if entry is None:
+        return "—"
+    return f"{entry['mean']:.3f} [{entry['low']:.3f}, {entry['high']:.3f}]"
+
+
+def markdown(summary: dict[str, Any]) -> str:
+    """The arms table and the paired-difference table, each cell "mean [95% interval]"."""
+    columns = [*METRICS, "collinearity"]
+    lines = [
+        "| arm | mode | seeds | " + " | ".join(columns) + " |",
+        "|" + "---|" * (3 + len(columns)),
+    ]
+    for arm, entry in summary["arms"].items():
+        cells = [_cell(entry.get(c)) for c in columns]
+        lines.append(f"| {arm} | {entry['mode']} | {len(entry['seeds'])} | " + " | ".join(cells) + " |")
+    if summary["differences"]:
+        lines += ["", "| paired difference | " + " | ".join(METRICS) + " |", "|" + "---|" * (1 + len(METRICS))]
+        for name, diffs in summary["differences"].items():
+            cells = []
+            for metric in METRICS:
+                entry = diffs.get(metric)
+                mark = "" if entry is None or entry["low"] <= 0 <= entry["high"] else " *"
+                cells.append(_cell(entry) + mark)
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+        lines.append("")
+        lines.append("`*`: the 95% interval excludes 0 (seed × task bootstrap, paired by seed and task).")
+    return "\n".join(lines)
+
+
+def plot(summary: dict[str, Any], root: Path, index: dict[str, Any]) -> list[Path]:
+    """best@k vs k with bands per arm, and diversity over training per method (mean over seeds, min-max band)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    written = []
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for arm, curve in summary["curves"].items():
+        if ":" in arm:
+            continue
+        values = np.asarray(curve)
+        ks = np.arange(1, len(values) + 1)
+        style = "--" if arm.startswith("warm-") else "-"
+        ax.plot(ks, values[:, 0], style, label=arm)
+        ax.fill_between(ks, values[:, 1], values[:, 2], alpha=0.15)
+    ax.set_xscale("log")
+    ax.set_xlabel("k (candidates)")
+    ax.set_ylabel("best@k (w*-score)")
+    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8)
+    fig.tight_layout()
+    path = root / "best_at_k.png"
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    written.append(path)
+
+    by_method: dict[str, list[list[float]]] = defaultdict(list)
+    for run_dir in sorted((root / "runs").glob("main__*")):
+        metrics_file = run_dir / "metrics.jsonl"
+        if not metrics_file.exists():
+            continue
+        rows = [json.loads(line) for line in metrics_file.read_text().splitlines() if line.strip()]
+        method = run_dir.name.removeprefix("main__").rsplit("-seed", 1)[0]
+        by_method[method].append([float(r["diversity"]) for r in rows if "diversity" in r])
+    if by_method:
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        for method, series in sorted(by_method.items()):
+            length = min(len(s) for s in series)
+            if length == 0:
+                continue
+            values = np.array([s[:length] for s in series])
+            steps = np.arange(length)
+            ax.plot(steps, values.mean(axis=0), label=f"{method} ({len(series)} seeds)")
+            ax.fill_between(steps, values.min(axis=0), values.max(axis=0), alpha=0.15)
+        ax.set_xlabel("RL step")
+        ax.set_ylabel("reward-space diversity of the groups")
+        ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8)
+        fig.tight_layout()
+        path = root / "diversity.png"
+        fig.savefig(path, dpi=120)
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
+def write_report(index_file: Path) -> Path:
+    """Write ``summary.json``, ``table.md`` and the plots beside the index; returns ``table.md``."""
+    import vpo_core
+
+    index_file = Path(index_file)
+    index = json.loads(index_file.read_text())
+    env = vpo_core.make(index["config"]["env"])
+    summary = summarise(index_file, np.asarray(env.reward_spec.w_star, dtype=np.float64))
+    root = index_file.parent
+    (root / "summary.json").write_text(json.dumps(summary, indent=1))
+    table = root / "table.md"
+    table.write_text(markdown(summary) + "\n")
+    plot(summary, root, index)
+    return table

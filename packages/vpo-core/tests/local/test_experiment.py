@@ -1,0 +1,93 @@
+import json
+
+import numpy as np
+import pytest
+
+from vpo_core.adapters.local.experiment import ExperimentConfig, plan
+from vpo_core.adapters.local.experiment_report import per_task_metrics, summarise, write_report
+from vpo_core.metrics import best_at_k, best_at_k_chains
+
+
+def test_plan_shares_one_warm_start_per_mode_and_seed():
+    config = ExperimentConfig(methods="grpo,random_w,vpo,multi_rlvr", main_methods="grpo,vpo", main_seeds=3)
+    config.other_seeds = 2
+    jobs = plan(config)
+    warm = [j for j in jobs if j.kind == "warm"]
+    train = [j for j in jobs if j.kind == "train"]
+    # main: single seeds 0-2 (grpo 3, random_w 2) and multi seeds 0-2 (vpo 3, multi_rlvr 2); ablation: 2 seeds x 2 modes
+    assert sorted(j.name for j in warm if j.name.startswith("main/")) == sorted(
+        [f"main/warm-{mode}-seed{s}" for mode in ("single", "multi") for s in range(3)]
+    )
+    by_name = {j.name: j for j in jobs}
+    for job in train:
+        (warm_name,) = job.after
+        assert by_name[warm_name].kind == "warm"
+        assert by_name[warm_name].info["mode"] == job.info["mode"]
+        assert f"model={by_name[warm_name].info['run']}/init_model" in job.args
+        assert "warmup_steps=0" in job.args
+    # random_w seed 0 and grpo seed 0 start from the same weights; different seeds do not
+    starts = {j.name: j.after[0] for j in train}
+    assert starts["main/random_w-seed0"] == starts["main/grpo-seed0"] != starts["main/grpo-seed1"]
+    # the ablation runs only the main methods, with its own warm starts and the solver demonstrations
+    ablation = [j for j in train if j.name.startswith("ablation/")]
+    assert {j.info["method"] for j in ablation} == {"grpo", "vpo"}
+    assert all("env.demonstrations=solver" in j.args for j in ablation)
+    # every model is evaluated once, after its job
+    evals = [j for j in jobs if j.kind == "eval"]
+    assert len(evals) == len(train) + len(warm)
+    assert len({j.name for j in jobs}) == len(jobs)
+
+
+def test_bad_method_is_refused():
+    with pytest.raises(ValueError, match="unknown methods"):
+        ExperimentConfig(methods="grpo,vpoo")
+
+
+def test_per_task_metrics_match_the_core_estimators():
+    rng = np.random.default_rng(0)
+    w = np.full(4, 0.25)
+    multi = rng.random((5, 4, 3, 4))
+    out = per_task_metrics(multi, w, mode="multi", num_weights=10)
+    np.testing.assert_allclose(out["best@5"], best_at_k_chains(multi @ w, 5))
+    np.testing.assert_allclose(out["mean_w_star"], (multi @ w).reshape(5, -1).mean(axis=1))
+    single = rng.random((5, 12, 1, 4))
+    out = per_task_metrics(single, w, mode="single", num_weights=10)
+    np.testing.assert_allclose(out["best@10"], best_at_k((single @ w)[:, :, 0], 10))
+    assert out["curve"].shape == (5, 12)
+
+
+def _fake_experiment(tmp_path, shift):
+    rng = np.random.default_rng(1)
+    (tmp_path / "pools").mkdir()
+    records = []
+    for method, mode, m, offset in (("grpo", "single", 1, 0.0), ("vpo", "multi", 3, shift)):
+        for seed in range(3):
+            n = 12 // m
+            pool = np.clip(rng.random((20, n, m, 4)) * 0.5 + offset, 0, 1)
+            name = f"pools/{method}-{seed}.npz"
+            np.savez_compressed(tmp_path / name, rewards=pool.astype(np.float32))
+            run = f"runs/main/{method}-seed{seed}"
+            records.append(
+                {"variant": "main", "method": method, "seed": seed, "mode": mode, "label": f"{method}-seed{seed}"}
+                | {"run": run, "pool": name}
+            )
+    index = tmp_path / "index.json"
+    index.write_text(json.dumps({"config": {"env": "maze-v1"}, "pools": records}))
+    return index
+
+
+def test_summary_finds_a_real_difference_and_not_a_fake_one(tmp_path):
+    index = _fake_experiment(tmp_path, shift=0.3)
+    summary = summarise(index, np.full(4, 0.25))
+    diff = summary["differences"]["vpo - grpo"]["mean_w_star"]
+    assert diff["low"] > 0.2
+    assert summary["arms"]["vpo"]["seeds"] == [0, 1, 2]
+    table = write_report(index)
+    assert "vpo - grpo" in table.read_text()
+    assert (tmp_path / "best_at_k.png").exists()
+
+
+def test_summary_interval_covers_zero_without_a_difference(tmp_path):
+    index = _fake_experiment(tmp_path, shift=0.0)
+    diff = summarise(index, np.full(4, 0.25))["differences"]["vpo - grpo"]["mean_w_star"]
+    assert diff["low"] <= 0 <= diff["high"]
