@@ -237,3 +237,19 @@ def test_tickets_are_unique_across_concurrent_callers(tmp_path):
     with ThreadPoolExecutor(4) as pool:
         tickets = list(pool.map(lambda _: ledger.next_ticket(), range(200)))
     assert sorted(tickets) == list(range(200))
+
+
+def test_select_command_picks_the_problems_every_arm_misses(tmp_path, capsys):
+    from vpo_search.cli import main
+
+    data = Path(__file__).parent / "data" / "lite"
+    vpo, grpo = np.zeros((2, 10, 3, 32)), np.zeros((2, 10, 3, 32))  # zero-padded to LCB's 32 dims
+    grpo[1, 4, 0, 1] = 1.0  # grpo passes a test of the second problem once
+    np.save(tmp_path / "pool_vpo.npy", vpo)
+    np.save(tmp_path / "pool_grpo.npy", grpo)
+    args = ["select", f"pools={tmp_path}", f"out={tmp_path}", "env_args.source=lcb_lite", f"env_args.data_dir={data}"]
+    assert main(args) == 0
+    assert capsys.readouterr().out.split() == ["lcb-v1/test/0"]
+    assert json.loads((tmp_path / "problems.json").read_text()) == ["lcb-v1/test/0"]
+    with pytest.raises(SystemExit, match="cannot give best@31"):
+        main([*args, "hardest_k=31"])
