@@ -14,8 +14,8 @@ __all__ = ["USAGE", "main"]
 
 USAGE = """Test-time search: OpenEvolve with a served checkpoint on an env's hardest problems.
 
-    uv sync --group search                # OpenEvolve (not in the default install)
-    vllm serve runs/lcb-vpo/merged --served-model-name vpo --port 8000
+    uv sync --inexact --group search      # OpenEvolve (not in the default install)
+    vllm serve runs/lcb-vpo/hf --served-model-name vpo --port 8000 --max-model-len 16384
     uv run apps/search.py select env_args.data_dir=DATA pools=results/eval       # which problems
     uv run apps/search.py arm=vpo base_url=http://127.0.0.1:8000/v1 env_args.data_dir=DATA pools=results/eval
     uv run apps/search.py arm=grpo base_url=http://127.0.0.1:8001/v1 env_args.data_dir=DATA pools=results/eval
