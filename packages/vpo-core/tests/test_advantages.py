@@ -217,6 +217,27 @@ def test_vpo_copies_of_a_rollout_get_bit_identical_scalars(seed, m, d):
     np.testing.assert_allclose(scalars, reference, rtol=1e-13)
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**31 - 1), st.integers(1, 4), st.integers(1, 40), st.integers(1, 12))
+def test_a_rollouts_vpo_scalar_is_the_same_alone_or_anywhere_in_the_batch(seed, m, d, group_size):
+    # position independence, bit for bit: each rollout is scored as if it were the only one
+    rng = np.random.default_rng(seed)
+    rewards = rng.random((2, group_size, m, d))
+    keys = ["p", "q"]
+    batch = rollout_scalars("vpo", rewards, w_star=np.full(d, 1 / d), group_keys=keys, num_weights=23, seed=seed)
+    for b in range(2):
+        for g in range(group_size):
+            alone = rollout_scalars(
+                "vpo",
+                rewards[b : b + 1, g : g + 1],
+                w_star=np.full(d, 1 / d),
+                group_keys=keys[b : b + 1],
+                num_weights=23,
+                seed=seed,
+            )
+            assert alone[0, 0] == batch[b, g]
+
+
 @pytest.mark.parametrize("scale", [1e-300, 1e-35, 1.0, 1e35, 1e300])
 def test_vpo_is_one_float64_implementation_at_every_scale(scale):
     # one path for every magnitude (no float32 range guard): the scalars scale with the rewards
