@@ -1,9 +1,11 @@
 """Speed of vpo-core's estimators and metrics (issue 2), against veRL's GRPO estimator in the same run.
 
-    OMP_NUM_THREADS=1 uv run python benchmarks/bench_core.py
+    OMP_NUM_THREADS=1 uv run python benchmarks/bench_core.py [--baseline GIT_REV]
 
 Prints a markdown table; figures go to BENCHMARKS.md. One core: the thread variables are set before
-numpy and torch are imported.
+numpy and torch are imported. ``--baseline REV`` also times ``compute_advantages('vpo')`` of the
+vpo-core at git revision REV (extracted to a temporary directory), interleaved with today's in the
+same process, and prints both with their ratio: old against new on the same machine at the same time.
 """
 
 from __future__ import annotations
@@ -13,8 +15,17 @@ import os
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
+import argparse  # noqa: E402
+import importlib  # noqa: E402
+import io  # noqa: E402
 import itertools  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import tarfile  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
 import timeit  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -30,7 +41,47 @@ def best_ms(fn, number: int, repeat: int = 7) -> float:
     return min(timeit.repeat(fn, number=number, repeat=repeat)) / number * 1e3
 
 
+def baseline_vpo_core(rev: str, into: Path):
+    """vpo_core as of git revision `rev`, importable as ``vpo_core_baseline`` (its imports renamed)."""
+    root = Path(__file__).resolve().parents[1]
+    archive = subprocess.run(
+        ["git", "archive", rev, "packages/vpo-core/src/vpo_core"], cwd=root, capture_output=True, check=True
+    ).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(into, filter="data")
+    package = into / "vpo_core_baseline"
+    (into / "packages/vpo-core/src/vpo_core").rename(package)
+    for source in package.rglob("*.py"):
+        text = source.read_text()
+        source.write_text(
+            text.replace("from vpo_core", "from vpo_core_baseline").replace(
+                "import vpo_core", "import vpo_core_baseline"
+            )
+        )
+    sys.path.insert(0, str(into))
+    return importlib.import_module("vpo_core_baseline")
+
+
+def compare(rev: str, rewards: np.ndarray, w_star: np.ndarray, fresh_keys) -> None:
+    """Today's and `rev`'s VPO estimator, interleaved 15 times; the best process-CPU time of each."""
+    with tempfile.TemporaryDirectory() as tmp:
+        old = baseline_vpo_core(rev, Path(tmp)).compute_advantages
+        times: dict[str, list[float]] = {"old": [], "new": []}
+        for _ in range(15):
+            for name, fn in (("old", old), ("new", compute_advantages)):
+                run = lambda fn=fn: fn("vpo", rewards, w_star=w_star, group_keys=fresh_keys())  # noqa: E731
+                times[name].append(min(timeit.repeat(run, timer=time.process_time, number=10, repeat=3)) / 10 * 1e3)
+    old_ms, new_ms = min(times["old"]), min(times["new"])
+    print(
+        f"\n`compute_advantages('vpo')`, process CPU time, best of 15 interleaved rounds: {rev} {old_ms:.3f} ms, "
+        f"working tree {new_ms:.3f} ms, new/old {new_ms / old_ms:.2f}"
+    )
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--baseline", metavar="GIT_REV", help="also time vpo-core's VPO estimator at this revision")
+    args = parser.parse_args()
     rng = np.random.default_rng(0)
     rewards = rng.random((B, G, M, D))
     w_star = np.full(D, 1 / D)
@@ -74,6 +125,8 @@ def main() -> None:
     print("|---|---:|---:|")
     for name, ms in rows:
         print(f"| {name} | {ms:.3f} | {verl_grpo / ms:.1f}× |")
+    if args.baseline:
+        compare(args.baseline, rewards, w_star, fresh_keys)
 
 
 if __name__ == "__main__":
