@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from vpo_core.env import TextEnv
-from vpo_core.metrics import best_at_k, best_at_k_chains, reward_diversity
+from vpo_core.pool import pool_summary
 
 __all__ = ["main", "score_pools"]
 
@@ -68,7 +68,7 @@ def score_pools(
     m: int,
     extra: Extra | None = None,
 ) -> dict[str, Any]:
-    """Score pools of completions and summarise them.
+    """Score pools of completions and summarise them with the paper's pool metrics (`vpo_core.pool`).
 
     Args:
         env: The environment.
@@ -79,35 +79,47 @@ def score_pools(
         extra: Optional per-task metrics ``(env, task, rewards (n, m, d)) -> {name: value}``.
 
     Returns:
-        Per-dimension means, best@k for the k the pools allow, diversity and any extra metrics.
+        ``tasks``, ``completions``, ``mean_reward`` (per dimension, when every task has the same
+        dimensions), ``best_at_k``, ``pass_at_k`` and ``expected_best_at_k`` (for the k every pool
+        allows), ``best_at_k[<dim>]`` for each of ``env.profile.report_dims``, ``reward_diversity``,
+        ``collinearity``, ``mean_w_star`` and any extra metrics (averaged over tasks).
     """
     if not pools:
         raise ValueError("no completions to score.")
-    names = env.reward_spec.names
-    per_dim: list[np.ndarray] = []
-    best: dict[int, list[float]] = defaultdict(list)
-    diversity: list[float] = []
+    chosen: list[Any] = []
+    rewards: list[np.ndarray] = []
     extras: dict[str, list[float]] = defaultdict(list)
     for index, completions in sorted(pools.items()):
         if not 0 <= index < len(tasks):
             raise ValueError(f"completion for task index {index}, but the split has {len(tasks)} tasks.")
         task = tasks[index]
-        rewards = np.stack([env.score(task, c, mode=mode, m=m) for c in completions])  # (n, m, d)
-        per_dim.append(rewards.reshape(-1, rewards.shape[-1]).mean(axis=0))
-        spec = env.spec_for(task)
-        scores = spec.scalarize(rewards)  # (n, m)
-        for k in (1, 3, 5, 10, 30):
-            if k <= scores.size:
-                best[k].append(float(best_at_k_chains(scores, k) if mode == "multi" else best_at_k(scores[:, 0], k)))
-        diversity.append(reward_diversity(rewards.reshape(-1, rewards.shape[-1])))
+        pool = np.stack([env.score(task, c, mode=mode, m=m) for c in completions])  # (n, m, d)
+        chosen.append(task)
+        rewards.append(pool)
         if extra is not None:
-            for key, value in extra(env, task, rewards).items():
+            for key, value in extra(env, task, pool).items():
                 extras[key].append(value)
+    metrics = pool_summary(env, chosen, rewards, mode=mode)
     summary: dict[str, Any] = {"tasks": len(pools), "completions": sum(len(v) for v in pools.values())}
-    if len({len(p) for p in per_dim}) == 1:
-        summary["mean_reward"] = dict(zip(names, np.mean(per_dim, axis=0).round(6).tolist(), strict=False))
-    summary["best_at_k"] = {f"best@{k}": round(float(np.mean(v)), 6) for k, v in best.items() if len(v) == len(pools)}
-    summary["reward_diversity"] = round(float(np.mean(diversity)), 6)
+    names = env.spec_for(chosen[0]).names
+    if all(f"mean_{name}" in metrics for name in names):
+        summary["mean_reward"] = {name: round(metrics[f"mean_{name}"], 6) for name in names}
+
+    def group(prefix: str, suffix: str = "", *, strip: bool = False) -> dict[str, float]:
+        return {
+            (key[: len(key) - len(suffix)] if strip else key): round(value, 6)
+            for key, value in metrics.items()
+            if key.startswith(prefix) and key.endswith(suffix) and key[len(prefix) : len(key) - len(suffix)].isdigit()
+        }
+
+    summary["best_at_k"] = group("best@")
+    summary["pass_at_k"] = group("pass@")
+    summary["expected_best_at_k"] = group("E_w[best@", "]")
+    for dim in env.profile.report_dims:
+        summary[f"best_at_k[{dim}]"] = group("best@", f"[{dim}]", strip=True)
+    summary["reward_diversity"] = round(metrics["diversity"], 6)
+    summary["collinearity"] = round(metrics["collinearity"], 6) if np.isfinite(metrics["collinearity"]) else None
+    summary["mean_w_star"] = round(metrics["mean_w_star"], 6)
     for key, values in extras.items():
         summary[key] = round(float(np.mean(values)), 6)
     return summary

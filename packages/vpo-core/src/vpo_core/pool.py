@@ -1,0 +1,209 @@
+"""The paper's metrics of candidate pools: one k-loop for the evaluation app, the local engine and the env CLIs.
+
+A pool is what a policy wrote for one task: n completions of m candidates each, as vector rewards of
+shape (n, m, d). Single-answer pools (m = 1) use the iid order-statistic estimator; multi-answer
+pools use the paper's chain protocol (⌈k/m⌉ chains in generation order; see `vpo_core.metrics`).
+
+Per task (`task_pool_metrics`), for every k in `KS` that the pool allows:
+
+- ``best@k``: best w*-score among k candidates;
+- ``pass@k``: whether one of k candidates solves the task (`TextEnv.is_success`), the same estimator
+  applied to success indicators (Chen et al.'s unbiased pass@k for iid samples);
+- ``E_w[best@k]``: best@k of w·r averaged over 100 fixed Dir(1) weights;
+- ``best@k[<dim>]``: best@k of one reward dimension, for each name in ``env.profile.report_dims``
+  (MuSiQue reports its answer-F1 dimension);
+
+and ``mean_w_star``, ``mean_<dim>`` and ``diversity`` (mean pairwise L1 distance of the pool's reward
+vectors). `pool_summary` averages them over tasks and adds the collinearity ρ̄ of all candidates.
+
+Rows of a pool may be zero-padded beyond the task's own dimension count (``spec_for(task).dim``, as
+LiveCodeBench's per-problem test counts are saved in one array); the padding is ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from vpo_core.metrics import best_at_k, best_at_k_chains, collinearity, expected_best_at_k, reward_diversity
+
+__all__ = ["KS", "best_at_k_of_pool", "pool_curve", "pool_summary", "task_pool_metrics"]
+
+KS: tuple[int, ...] = (1, 3, 5, 10, 30)
+"""The k of the paper's best@k tables."""
+
+NUM_WEIGHTS = 100
+"""Weight draws of E_w[best@k] (the authors' evaluation uses 100)."""
+
+
+def best_at_k_of_pool(values: NDArray[np.float64], k: int, *, mode: str) -> float:
+    """best@k of one task's scalar values (the k-loop's one estimator call).
+
+    Args:
+        values: Values of each candidate, shape (n, m) (completions × candidates in generation order).
+        k: Candidates, 1 <= k <= n·m (single mode: k <= n).
+        mode: ``"multi"`` uses the chain estimator; otherwise candidates are iid (column 0).
+
+    Returns:
+        The estimate.
+    """
+    if mode == "multi":
+        return float(best_at_k_chains(values, k))
+    return float(best_at_k(values[:, 0], k))
+
+
+def _pool_size(rewards: NDArray[np.float64], mode: str) -> int:
+    n, m = rewards.shape[:2]
+    return n * m if mode == "multi" else n
+
+
+def _own_dims(env: Any, task: Any, rewards: Any) -> tuple[Any, NDArray[np.float64]]:
+    spec = env.spec_for(task)
+    r = np.asarray(rewards, dtype=np.float64)
+    if r.ndim != 3:
+        raise ValueError(f"a task's pool must have shape (n completions, m, d), got {r.shape}.")
+    if r.shape[-1] < spec.dim:
+        raise ValueError(f"pool of {task.id} has {r.shape[-1]} reward dims, its spec {spec.names} has {spec.dim}.")
+    return spec, r[..., : spec.dim]
+
+
+def task_pool_metrics(
+    env: Any,
+    task: Any,
+    rewards: Any,
+    *,
+    mode: str,
+    ks: Sequence[int] = KS,
+    num_weights: int = NUM_WEIGHTS,
+    report_dims: Sequence[str] | None = None,
+) -> dict[str, float]:
+    """The metrics of one task's pool (the one k-loop).
+
+    Args:
+        env: The environment (`spec_for`, `is_success`, ``profile.report_dims``).
+        task: The task.
+        rewards: The pool, shape (n, m, d') with d' >= the task's d (extra columns are padding).
+        mode: ``"multi"`` (chain estimator) or ``"single"`` (iid; m = 1).
+        ks: The k values; those larger than the pool are left out.
+        num_weights: Weight draws of E_w[best@k].
+        report_dims: Dimensions whose own best@k is reported (default ``env.profile.report_dims``).
+
+    Returns:
+        ``mean_<dim>``, ``mean_w_star``, ``diversity`` and, per allowed k, ``best@k``, ``pass@k``,
+        ``E_w[best@k]`` and ``best@k[<dim>]``.
+
+    Raises:
+        ValueError: For a pool of the wrong shape or a report dimension the task's spec lacks.
+    """
+    spec, r = _own_dims(env, task, rewards)
+    dims = tuple(env.profile.report_dims if report_dims is None else report_dims)
+    missing = [name for name in dims if name not in spec.names]
+    if missing:
+        raise ValueError(f"report_dims {missing} are not reward dimensions of {task.id} ({spec.names}).")
+    n, m, d = r.shape
+    flat = r.reshape(n * m, d)
+    out: dict[str, float] = {f"mean_{name}": float(flat[:, i].mean()) for i, name in enumerate(spec.names)}
+    scores = spec.scalarize(r)  # (n, m)
+    success = np.asarray(env.is_success(r, task), dtype=float)  # (n, m)
+    out["mean_w_star"] = float(scores.mean())
+    chains = mode == "multi"
+    for k in ks:
+        if k > _pool_size(r, mode):
+            continue
+        out[f"best@{k}"] = best_at_k_of_pool(scores, k, mode=mode)
+        out[f"pass@{k}"] = best_at_k_of_pool(success, k, mode=mode)
+        out[f"E_w[best@{k}]"] = expected_best_at_k(r if chains else r[:, 0], k, num_weights=num_weights, chains=chains)
+        for name in dims:
+            out[f"best@{k}[{name}]"] = best_at_k_of_pool(r[..., spec.names.index(name)], k, mode=mode)
+    out["diversity"] = reward_diversity(flat)
+    return out
+
+
+def pool_curve(env: Any, tasks: Sequence[Any], pools: Sequence[Any], *, mode: str) -> list[float]:
+    """best@k of the w*-score for k = 1..(smallest pool size), averaged over tasks.
+
+    Args:
+        env: The environment.
+        tasks: The T tasks.
+        pools: One pool per task, shape (n, m, d').
+        mode: ``"multi"`` or ``"single"``.
+
+    Returns:
+        The curve, one value per k.
+    """
+    if not pools:
+        return []
+    size = min(_pool_size(np.asarray(p), mode) for p in pools)
+    values = np.zeros((len(pools), size))
+    for i, (task, rewards) in enumerate(zip(tasks, pools, strict=True)):
+        spec, r = _own_dims(env, task, rewards)
+        scores = spec.scalarize(r)
+        values[i] = [best_at_k_of_pool(scores, k, mode=mode) for k in range(1, size + 1)]
+    return values.mean(axis=0).tolist()
+
+
+def pool_summary(
+    env: Any,
+    tasks: Sequence[Any],
+    pools: Sequence[Any],
+    per_task: Sequence[Mapping[str, float]] | None = None,
+    *,
+    mode: str,
+    ks: Sequence[int] = KS,
+    num_weights: int = NUM_WEIGHTS,
+    report_dims: Sequence[str] | None = None,
+) -> dict[str, float]:
+    """The metrics of a split: `task_pool_metrics` averaged over tasks, plus ``collinearity``.
+
+    A metric is kept only when every task has it (a k larger than some task's pool is left out);
+    ``mean_<dim>`` only when every task has the same dimensions. ``collinearity`` is ρ̄ of all
+    candidates' reward vectors in one matrix (the paper's on-policy ρ̄); where tasks have different
+    dimensions (LiveCodeBench's per-problem tests) it is the mean of the per-task ρ̄ that are defined.
+
+    Args:
+        env: The environment.
+        tasks: The T tasks.
+        pools: One pool per task, shape (n_t, m, d'_t).
+        per_task: The tasks' `task_pool_metrics`, if already computed.
+        mode: ``"multi"`` or ``"single"``.
+        ks: The k values.
+        num_weights: Weight draws of E_w[best@k].
+        report_dims: As in `task_pool_metrics`.
+
+    Returns:
+        Metric name -> value.
+
+    Raises:
+        ValueError: For no tasks, or tasks and pools of different lengths.
+    """
+    if not pools or len(tasks) != len(pools):
+        raise ValueError(f"need one pool per task and at least one task, got {len(tasks)} tasks, {len(pools)} pools.")
+    if per_task is None:
+        per_task = [
+            task_pool_metrics(env, t, p, mode=mode, ks=ks, num_weights=num_weights, report_dims=report_dims)
+            for t, p in zip(tasks, pools, strict=True)
+        ]
+    specs = [env.spec_for(t) for t in tasks]
+    same_dims = len({s.names for s in specs}) == 1
+    dim_keys = {f"mean_{name}" for s in specs for name in s.names}
+    keys = [k for k in per_task[0] if all(k in row for row in per_task)]
+    out: dict[str, float] = {}
+    for key in keys:
+        if key in dim_keys and not same_dims:
+            continue
+        out[key] = float(np.mean([row[key] for row in per_task]))
+    if same_dims:
+        d = specs[0].dim
+        flat = np.concatenate([np.asarray(p, dtype=np.float64)[..., :d].reshape(-1, d) for p in pools])
+        out["collinearity"] = collinearity(flat)
+    else:
+        rhos = [
+            collinearity(np.asarray(p, dtype=np.float64)[..., : s.dim].reshape(-1, s.dim))
+            for p, s in zip(pools, specs, strict=True)
+        ]
+        defined = [x for x in rhos if np.isfinite(x)]
+        out["collinearity"] = float(np.mean(defined)) if defined else float("nan")
+    return out

@@ -1,0 +1,161 @@
+"""Pool metrics (vpo_core.pool): the same numbers as the evaluation code they replaced, report dims, padding."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from vpo_core import EnvProfile, RewardSpec, Task, TextEnv
+from vpo_core.envcli import score_pools
+from vpo_core.metrics import (
+    best_at_k,
+    best_at_k_chains,
+    best_at_k_curve,
+    collinearity,
+    expected_best_at_k,
+    pass_at_k,
+    reward_diversity,
+)
+from vpo_core.pool import KS, pool_curve, pool_summary, task_pool_metrics
+
+SPEC = RewardSpec.uniform(["hop", "gold", "answer_f1"])
+
+
+class ToyEnv(TextEnv[int, float]):
+    """Three dimensions; the completion's characters '0'..'9' give its candidates' rewards (tenths)."""
+
+    env_id = "toy-pool-v0"
+    reward_spec = SPEC
+    profile = EnvProfile(report_dims=("answer_f1",))
+
+    def tasks(self, split):
+        return [Task(id=f"toy/{split}/{i}", split=split, index=i, payload=i) for i in range(5)]
+
+    def _render_prompt(self, task, mode, m):
+        return [{"role": "user", "content": f"task {task.index}"}]
+
+    def _parse(self, task, completion, mode, m):
+        from vpo_core import Candidate
+
+        return [
+            Candidate(index=i, text=c, answer=int(c) / 9 if c.isdigit() else None) for i, c in enumerate(completion)
+        ]
+
+    def reward(self, task, candidate):
+        if candidate.answer is None:
+            return np.zeros(3)
+        a = candidate.answer
+        return np.array([float(a > 0.5), a, a**2])
+
+
+class RaggedEnv(ToyEnv):
+    """Task i has i + 2 dimensions (like LiveCodeBench's per-problem tests); pools are zero-padded to 6."""
+
+    env_id = "toy-ragged-v0"
+    reward_spec = RewardSpec.uniform([f"t{i}" for i in range(6)])
+    profile = EnvProfile()
+
+    def spec_for(self, task):
+        return RewardSpec.uniform([f"t{i}" for i in range(task.index + 2)])
+
+
+def _legacy(env, tasks, rewards, mode, num_weights=100):
+    """The evaluation's pool metrics before they moved to core (vectorised over tasks), as the oracle."""
+    n_tasks, n, m, d = rewards.shape
+    names = env.reward_spec.names
+    flat = rewards.reshape(n_tasks, n * m, d)
+    out = {f"mean_{name}": float(flat[..., i].mean()) for i, name in enumerate(names)}
+    scores = np.stack([env.spec_for(t).scalarize(rewards[i]) for i, t in enumerate(tasks)])
+    success = np.stack([env.is_success(rewards[i], t) for i, t in enumerate(tasks)]).astype(float)
+    out["mean_w_star"] = float(scores.mean())
+    for k in KS:
+        if k > n * m:
+            continue
+        if mode == "multi":
+            out[f"best@{k}"] = float(np.mean(best_at_k_chains(scores, k)))
+            out[f"pass@{k}"] = float(np.mean(best_at_k_chains(success, k)))
+            out[f"E_w[best@{k}]"] = float(np.mean([expected_best_at_k(r, k, chains=True) for r in rewards]))
+            out[f"best@{k}[answer_f1]"] = float(np.mean(best_at_k_chains(rewards[..., 2], k)))
+        else:
+            out[f"best@{k}"] = float(np.mean(best_at_k(scores[:, :, 0], k)))
+            out[f"pass@{k}"] = float(np.mean(best_at_k(success[:, :, 0], k)))
+            out[f"E_w[best@{k}]"] = float(np.mean([expected_best_at_k(r[:, 0], k) for r in rewards]))
+            out[f"best@{k}[answer_f1]"] = float(np.mean(best_at_k(rewards[:, :, 0, 2], k)))
+    out["diversity"] = reward_diversity(flat)
+    out["collinearity"] = collinearity(flat.reshape(-1, d))
+    if mode == "multi":
+        curve = [float(np.mean(best_at_k_chains(scores, k))) for k in range(1, n * m + 1)]
+    else:
+        curve = best_at_k_curve(scores[:, :, 0]).mean(axis=0).tolist()
+    return out, curve
+
+
+@pytest.mark.parametrize(("mode", "m", "n"), [("single", 1, 30), ("multi", 3, 10), ("multi", 3, 4), ("single", 1, 7)])
+def test_pool_summary_matches_the_replaced_evaluation_code(mode, m, n):
+    env = ToyEnv()
+    tasks = env.tasks("test")
+    rng = np.random.default_rng(n)
+    rewards = rng.integers(0, 3, size=(len(tasks), n, m, 3)) / 2.0
+    rewards[..., 0] = rng.integers(0, 2, size=rewards.shape[:-1])
+    expected, expected_curve = _legacy(env, tasks, rewards, mode)
+    got = pool_summary(env, tasks, list(rewards), mode=mode)
+    assert set(got) == set(expected)
+    for key, value in expected.items():  # equal up to float summation order (a few ulp)
+        assert got[key] == pytest.approx(value, rel=1e-12, abs=1e-15), key
+    np.testing.assert_allclose(pool_curve(env, tasks, list(rewards), mode=mode), expected_curve, rtol=1e-12)
+
+
+def test_pass_at_k_is_chens_estimator_for_iid_pools():
+    env = ToyEnv()
+    task = env.tasks("test")[0]
+    rewards = np.zeros((10, 1, 3))
+    rewards[:3] = 1.0  # three of ten solve the task
+    metrics = task_pool_metrics(env, task, rewards, mode="single")
+    for k in (1, 3, 5, 10):
+        assert metrics[f"pass@{k}"] == pytest.approx(pass_at_k(10, 3, k), rel=1e-12)
+    assert "best@30" not in metrics  # larger than the pool
+
+
+def test_report_dims_come_from_the_profile_and_must_exist():
+    env = ToyEnv()
+    task = env.tasks("test")[0]
+    rewards = np.random.default_rng(0).random((6, 3, 3))
+    metrics = task_pool_metrics(env, task, rewards, mode="multi")
+    assert metrics["best@3[answer_f1]"] == pytest.approx(best_at_k_chains(rewards[..., 2], 3))
+    assert not any("[hop]" in key for key in metrics)
+    with pytest.raises(ValueError, match=r"report_dims \['f2'\] are not reward dimensions"):
+        task_pool_metrics(env, task, rewards, mode="multi", report_dims=("f2",))
+
+
+def test_zero_padded_pools_of_tasks_with_different_dims():
+    env = RaggedEnv()
+    tasks = env.tasks("test")[:3]  # 2, 3 and 4 dims
+    rng = np.random.default_rng(3)
+    pools = []
+    for t in tasks:
+        pool = np.zeros((8, 1, 6))
+        pool[..., : t.index + 2] = rng.integers(0, 2, size=(8, 1, t.index + 2))
+        pools.append(pool)
+    got = pool_summary(env, tasks, pools, mode="single")
+    own = [p[..., : t.index + 2] for p, t in zip(pools, tasks, strict=True)]
+    assert got["best@5"] == pytest.approx(np.mean([best_at_k(p[:, 0].mean(-1), 5) for p in own]))
+    assert not any(key.startswith("mean_t") for key in got)  # dimensions differ between tasks
+    rhos = [collinearity(p.reshape(-1, p.shape[-1])) for p in own]
+    assert got["collinearity"] == pytest.approx(np.nanmean(rhos))
+    with pytest.raises(ValueError, match="has 1 reward dims"):
+        task_pool_metrics(env, tasks[0], np.zeros((4, 1, 1)), mode="single")
+
+
+def test_envcli_score_uses_the_same_metrics():
+    env = ToyEnv()
+    tasks = env.tasks("test")
+    pools = {0: ["9", "0", "5", "7"], 1: ["1", "8", "8", "2"], 3: ["0", "0", "0", "9"]}
+    summary = score_pools(env, tasks, pools, mode="single", m=1)
+    rewards = [np.stack([env.score(tasks[i], c) for c in pools[i]]) for i in sorted(pools)]
+    metrics = pool_summary(env, [tasks[i] for i in sorted(pools)], rewards, mode="single")
+    assert summary["best_at_k"] == {"best@1": round(metrics["best@1"], 6), "best@3": round(metrics["best@3"], 6)}
+    assert summary["pass_at_k"]["pass@3"] == round(metrics["pass@3"], 6)
+    assert summary["expected_best_at_k"]["E_w[best@3]"] == round(metrics["E_w[best@3]"], 6)
+    assert summary["best_at_k[answer_f1]"]["best@3"] == round(metrics["best@3[answer_f1]"], 6)
+    assert summary["reward_diversity"] == round(float(np.mean([reward_diversity(r[:, 0]) for r in rewards])), 6)
+    assert summary["mean_reward"]["gold"] == round(float(np.mean([r[..., 1].mean() for r in rewards])), 6)
