@@ -393,6 +393,20 @@ def test_class4_no_program_changes_another_process(box, name):
     assert before == [(os.getpriority(os.PRIO_PROCESS, p), os.sched_getaffinity(p)) for p in box.worker_pids()]
 
 
+def test_class4_proc_files_of_other_processes_are_read_only(box):
+    code = _on_other_pids(
+        "for name, value in (('oom_score_adj', '1000'), ('autogroup', '19'), ('clear_refs', '1'), ('comm', 'x'),"
+        " ('timerslack_ns', '1'), ('attr/current', 'x'), ('loginuid', '0')):\n"
+        "    try:\n"
+        "        with open('/proc/%d/%s' % (pid, name), 'w') as f:\n"
+        "            f.write(value)\n"
+        "        done.append('%s%d' % (name, pid))\n"
+        "    except OSError:\n"
+        "        pass"
+    )
+    attack(box, code, [{"input": "", "output": "refused"}], ["ok"])
+
+
 SCRATCH_TRAPS = {
     "chmod_500_dir": "import os\nos.makedirs('d/e')\nopen('d/e/f', 'w').write('x')\nos.chmod('d/e', 0o500)\nos.chmod('d', 0o500)\nprint(1)",
     "chmod_cwd_000": "import os\nopen('f', 'w').write('x')\nos.chmod('.', 0)\nprint(1)",

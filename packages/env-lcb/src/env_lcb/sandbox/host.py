@@ -214,6 +214,8 @@ def _bwrap_args(
         "/bin",
         "--proc",
         "/proc",
+        "--remount-ro",
+        "/proc",  # no /proc/<pid>/oom_score_adj, autogroup, clear_refs... of another sandbox process
         "--dev",
         "/dev",
         "--remount-ro",
