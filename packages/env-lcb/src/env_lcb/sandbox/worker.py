@@ -36,7 +36,8 @@ What untrusted code can see and touch, and why each attack class of issue 11 is 
    ``sched_set*``, ``ioprio_set``, ``migrate_pages``/``move_pages``, ``fcntl``
    ``F_SETOWN``/``F_SETOWN_EX``/``F_SETSIG``/``F_SETLEASE``/``F_NOTIFY``, ``ioctl`` ``FIOSETOWN``/
    ``SIOCSPGRP``/``TIOCSTI``/``TIOCSPGRP``, every signal-sending call, and the chmod/chown/xattr
-   families. The scratch wipe after each test restores permissions (the broker owns every file)
+   families; ``/proc`` is mounted read-only (no ``oom_score_adj``, ``autogroup``... of another
+   process). The scratch wipe after each test restores permissions (the broker owns every file)
    and walks without recursion or symlinks; after every test the broker compares its own and the
    zygote's rlimits, priority, affinity and scheduler with their start-up values. Any failure is
    reported as "unhealthy": the host replaces the worker and runs the remaining tests elsewhere.
