@@ -608,3 +608,22 @@ def test_class7_waiting_threads_are_served_in_arrival_order(box):
     for t in threads:
         t.join()
     assert order == list(range(6))
+
+
+def test_class2_forgers_under_load_change_no_other_verdict():
+    # the issue's load case: forgers interleaved with correct programs on two workers, graded from threads
+    from concurrent.futures import ThreadPoolExecutor
+
+    forger = (
+        "import json, os, struct\nfake = json.dumps({'outcome': 'ok'}).encode()\n"
+        "frame = struct.pack('>cII', b'T', len(fake), 0) + fake\n"
+        "for fd in range(3, 256):\n    try:\n        os.write(fd, frame * 8)\n    except OSError:\n        pass\nprint(0)"
+    )
+    correct = "print(int(input()) * 2)"
+    tests = [{"input": str(i), "output": str(2 * i)} for i in range(3)]
+    jobs = [forger if i % 5 == 0 else correct for i in range(30)]
+    with Sandbox(workers=2) as sandbox, ThreadPoolExecutor(max_workers=4) as pool:
+        results = list(pool.map(lambda code: sandbox.grade(code, tests, time_limit_s=1).verdicts, jobs))
+        assert sandbox.restarts == 0
+    for code, verdicts in zip(jobs, results, strict=True):
+        assert verdicts == (["ok", "wa", "wa"] if code is forger else ["ok"] * 3)
