@@ -8,7 +8,8 @@ saved with ``save_pretrained`` so any Hugging Face tool can load them.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -71,6 +72,18 @@ def chat_prompt(tokenizer: Any, messages: Sequence[Message]) -> str:
     return tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True)
 
 
+@contextmanager
+def _intra_op_threads(threads: int | None) -> Iterator[None]:
+    """Run the block with `threads` intra-op threads (None: unchanged)."""
+    previous = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
 @dataclass
 class Policy:
     """A causal LM with its tokenizer.
@@ -79,11 +92,15 @@ class Policy:
         model: The language model.
         tokenizer: Its tokenizer (left padding, with a chat template).
         device: Where the model lives.
+        sample_threads: torch's intra-op threads while sampling on CPU (None: leave as set). Sampling a
+            small model is a long chain of tiny ops that extra threads only slow down (measured: one
+            thread 5-10x faster than two on a busy 2-core machine), so the default is 1.
     """
 
     model: Any
     tokenizer: Any
     device: torch.device
+    sample_threads: int | None = 1
 
     def prompt_text(self, messages: Sequence[Message]) -> str:
         """Chat messages rendered with the tokenizer's template, ending with the assistant header."""
@@ -95,7 +112,7 @@ class Policy:
         self.model.save_pretrained(path)
         self.tokenizer.save_pretrained(path)
 
-    @torch.no_grad()
+    @torch.inference_mode()
     def generate(
         self,
         prompts: Sequence[str],
@@ -122,6 +139,12 @@ class Policy:
         """
         if seed is not None:
             torch.manual_seed(seed)
+        with _intra_op_threads(self.sample_threads if self.device.type == "cpu" else None):
+            return self._generate(prompts, num_samples, max_new_tokens, temperature, top_p)
+
+    def _generate(
+        self, prompts: Sequence[str], num_samples: int, max_new_tokens: int, temperature: float, top_p: float
+    ) -> tuple[list[str], torch.Tensor, torch.Tensor]:
         self.model.eval()
         enc = self.tokenizer(list(prompts), return_tensors="pt", padding=True, add_special_tokens=False)
         input_ids = enc["input_ids"].repeat_interleave(num_samples, dim=0).to(self.device)

@@ -1,0 +1,78 @@
+"""Experiment tracking (logger=), veRL metric names, quiet Hugging Face bars, the smoothed training plot."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from vpo_core.adapters.local.config import parse_overrides
+from vpo_core.adapters.local.plots import smooth
+from vpo_core.adapters.local.rundir import RunDir
+from vpo_core.adapters.local.trackers import open_trackers
+from vpo_core.adapters.local.train import run
+
+TINY = [
+    "hidden_size=32",
+    "layers=1",
+    "heads=2",
+    "vocab_size=400",
+    "warmup_steps=2",
+    "warmup_batch=4",
+    "prompts_per_step=2",
+    "group_size=2",
+    "eval_tasks=0",
+    "threads=1",
+    "env.train_size=20",
+    "env.test_size=4",
+]
+VERL_NAMES = {
+    "actor/pg_loss",
+    "actor/kl_loss",
+    "actor/entropy",
+    "actor/pg_clipfrac",
+    "actor/grad_norm",
+    "critic/score/mean",
+    "critic/advantages/mean",
+    "response_length/mean",
+    "timing_s/gen",
+    "timing_s/update_actor",
+}
+
+
+def test_tensorboard_gets_the_verl_metric_names_and_hf_bars_stay_quiet(tmp_path, capsys):
+    pytest.importorskip("tensorboard")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    out = tmp_path / "run"
+    run(parse_overrides([*TINY, "steps=2", "save_every=1", "logger=console,tensorboard", f"out={out}"]))
+    err = capsys.readouterr().err
+    assert "Loading weights" not in err
+    assert "Writing model shards" not in err
+    assert set(RunDir(out).read_metrics()[0]) >= VERL_NAMES
+    events = EventAccumulator(str(out / "tensorboard"))
+    events.Reload()
+    tags = set(events.Tags()["scalars"])
+    assert VERL_NAMES | {"mean_w_star", "diversity"} <= tags
+    assert [e.step for e in events.Scalars("actor/pg_loss")] == [0, 1]
+
+
+def test_wandb_offline_needs_no_account(tmp_path, monkeypatch):
+    pytest.importorskip("wandb")
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    out = tmp_path / "run"
+    run(parse_overrides([*TINY, "steps=1", "logger=wandb", f"out={out}"]))
+    assert list((out / "wandb").glob("offline-run-*"))
+
+
+@pytest.mark.parametrize(("name", "package"), [("wandb", "wandb"), ("tensorboard", "torch.utils.tensorboard")])
+def test_a_missing_tracker_package_is_named(tmp_path, monkeypatch, name, package):
+    monkeypatch.setitem(sys.modules, package, None)
+    with pytest.raises(ValueError, match=f"logger={name} needs the {name} package: pip install {name}"):
+        open_trackers([name], tmp_path, config={})
+
+
+def test_smooth_is_a_trailing_mean():
+    assert smooth([1.0, 3.0, 5.0, 7.0], 2) == [1.0, 2.0, 4.0, 6.0]
+    assert smooth([2.0], 5) == [2.0]
