@@ -111,6 +111,15 @@ class TextEnv(ABC, Generic[P, A]):
         """
         return None
 
+    def data_source(self) -> dict[str, Any]:
+        """Where the env's data comes from, recorded in each run's config (dataset envs override it).
+
+        Returns:
+            A JSON-ready dict (Hub id, revision, resolved commit, local files and their sha256, ...);
+            empty for envs that generate their tasks.
+        """
+        return {}
+
     def demonstration(
         self, task: Task[P], *, mode: Mode = "single", m: int = 1, rng: np.random.Generator | None = None
     ) -> str | None:

@@ -162,7 +162,7 @@ def open_run(config: TrainConfig) -> RunState:
                 "or repeat the original arguments to resume it."
             )
         run_dir.recover(_log)
-    run_dir.write_config(config.to_json())
+    run_dir.write_config({**config.to_json(), "data_source": env.data_source()})
     profile = env.profile
     sampling = {
         "temperature": config.temperature if config.temperature is not None else profile.train.temperature,
