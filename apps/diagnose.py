@@ -1,0 +1,102 @@
+"""Will VPO help on this domain? On-policy ρ̄ and best@16 of saved pools, in the paper's table layout.
+
+    uv run apps/diagnose.py env=maze-v1 vpo=runs/eval/x/pool_vpo.npy grpo=runs/eval/x/pool_grpo.npy
+    uv run apps/diagnose.py env=ultrafeedback-v1 pools=runs/eval/base/pool_base.npy --paper
+
+A pool is a ``pool_<row>.npy`` of apps/evaluate.py: rewards of shape (T prompts, n completions, m
+candidates, d dims). For each pool this prints ρ̄ (flatten to (N, d), drop zero-variance dims, Pearson,
+mean of the off-diagonal entries: the appendix's recipe), best@16 under the env's w* (the GRPO scalar;
+k is capped at the pool's size per prompt) and a verdict, then the paper's ρ̄-vs-best@16 table with
+this env's row (``vpo=`` and ``grpo=`` fill its two columns; ``paper=true`` adds the paper's rows).
+Sample the pools first with apps/evaluate.py (a base model's pool is enough to ask before training).
+See vpo_core.diagnose for the verdict's cut-offs.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from vpo_core.cli_config import option, run_cli
+
+
+@dataclass
+class DiagnoseConfig:
+    """Options of apps/diagnose.py."""
+
+    env: str = option("maze-v1", "env id: its reward spec gives w* and the dimension names")
+    env_options: dict[str, Any] = option(  # noqa: RUF009 - option() is dataclasses.field with a help text
+        help="env constructor options", default_factory=dict
+    )
+    vpo: str = option("", "pool_*.npy of the VPO checkpoint (the table's VPO column)")
+    grpo: str = option("", "pool_*.npy of the GRPO checkpoint (the table's GRPO column)")
+    pools: str = option("", "further comma-separated pool_*.npy files (diagnosed, not tabled)")
+    k: int = option(16, "k of best@k (the paper: 16)")
+    in_regime_below: float = option(0.7, "ρ̄ below this: in VPO's regime")
+    collinear_from: float = option(0.9, "ρ̄ at or above this: near-collinear, VPO not expected to help")
+    paper: bool = option(False, "also print the paper's five rows")
+
+    def __post_init__(self) -> None:
+        if self.k < 1:
+            raise ValueError(f"k must be >= 1, got {self.k}.")
+        if not 0 <= self.in_regime_below <= self.collinear_from <= 1:
+            raise ValueError("need 0 <= in_regime_below <= collinear_from <= 1.")
+
+
+def _load(path: str) -> Any:
+    import numpy as np
+
+    p = Path(path)
+    if not p.is_file():
+        raise SystemExit(f"error: pool file {p} does not exist (apps/evaluate.py writes pool_<row>.npy to its out=).")
+    return np.load(p)
+
+
+def main(argv: list[str] | None = None) -> int:
+    config = run_cli(
+        DiagnoseConfig, argv, prog="apps/diagnose.py", description=__doc__ or "", passthrough={"env": "env_options"}
+    )
+    if isinstance(config, int):
+        return config
+    import vpo_core
+    from vpo_core.diagnose import diagnose_pool, format_table, verdict
+
+    spec = vpo_core.make(config.env, **config.env_options).reward_spec
+    named = [("vpo", config.vpo), ("grpo", config.grpo)]
+    named += [(Path(p).stem.removeprefix("pool_"), p) for p in config.pools.split(",") if p.strip()]
+    named = [(label, path) for label, path in named if path]
+    if not named:
+        print("error: give at least one pool: vpo=, grpo= or pools=", file=sys.stderr)
+        return 2
+    results = {}
+    for label, path in named:
+        try:
+            results[label] = d = diagnose_pool(label, _load(path), spec.w_star, k=config.k)
+        except ValueError as error:
+            print(f"error: {path}: {error}", file=sys.stderr)
+            return 2
+        dropped = [spec.names[i] for i in range(spec.dim) if i not in d.kept_dims]
+        print(f"{label}: pool {d.shape[0]}×{d.shape[1]}×{d.shape[2]}×{d.shape[3]} ({path})")
+        print(
+            f"  ρ̄ = {d.rho:.3f} over {[spec.names[i] for i in d.kept_dims]}"
+            + (f", constant: {dropped}" if dropped else "")
+        )
+        print(f"  best@{d.k} (w* = {tuple(spec.w_star)}) = {d.best_at_k:.3f}")
+        print(f"  {verdict(d.rho, in_regime_below=config.in_regime_below, collinear_from=config.collinear_from)}")
+    print()
+    print(
+        format_table(
+            config.env,
+            f"{spec.dim} dims (D={spec.dim})",
+            results.get("vpo"),
+            results.get("grpo"),
+            with_paper=config.paper,
+        )
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,194 @@
+"""Will VPO help? The on-policy collinearity diagnostic of the paper's appendix, for any env and pool.
+
+The appendix "Reward Collinearity Predicts When VPO Helps" measures, per (domain, method), two numbers
+on an on-policy rollout pool of the trained checkpoint:
+
+- ρ̄: flatten the pool to (N responses, D), drop zero-variance dimensions, take the D×D Pearson
+  correlation matrix (``np.corrcoef``) and average its D(D-1) off-diagonal entries
+  (`vpo_core.metrics.collinearity` does exactly this);
+- best@16 under the GRPO training scalar w*: the unbiased order-statistic estimator of the expected
+  maximum over 16 candidates per prompt, averaged over prompts (multi-answer pools use the chain
+  protocol of `vpo_core.pool.best_at_k_of_pool`, as the evaluation app does).
+
+VPO wins best@16 on the four domains whose ρ̄ stays well below 1 and ties on UltraFeedback
+(ρ̄ = 0.95 under VPO, 0.82 under GRPO). The paper gives no threshold; the verdict here uses two
+documented cut-offs between its rows: ToolRL (ρ̄ 0.62 under GRPO, 0.86 under VPO) still wins, and
+UltraFeedback (0.82, 0.95) does not, so one sharp number cannot separate them. ρ̄ below
+`IN_REGIME_BELOW` (0.7) reads "in VPO's regime", at or above `COLLINEAR_FROM` (0.9) "near-collinear:
+effectively scalar", and in between "borderline" (both cut-offs are options of apps/diagnose.py).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from vpo_core.metrics import collinearity
+from vpo_core.pool import best_at_k_of_pool
+
+__all__ = [
+    "COLLINEAR_FROM",
+    "IN_REGIME_BELOW",
+    "PAPER_ROWS",
+    "PoolDiagnosis",
+    "diagnose_pool",
+    "format_table",
+    "verdict",
+]
+
+IN_REGIME_BELOW = 0.7
+"""ρ̄ below this: VPO's regime (the paper's winning rows under the scalar policy reach 0.62)."""
+
+COLLINEAR_FROM = 0.9
+"""ρ̄ at or above this: near-collinear (UltraFeedback under VPO: 0.95)."""
+
+PAPER_ROWS: tuple[tuple[str, str, float, float, float, float], ...] = (
+    ("Maze", "4 reward feats (D=4)", 0.39, 0.37, 0.593, 0.432),
+    ("MuSiQue", "4 hop + 1 F1 (D=5)", 0.12, 0.11, 0.864, 0.841),
+    ("EUREQA", "5 entity-EM (D=5)", 0.05, 0.03, 0.204, 0.182),
+    ("ToolRL", "4 sub-metrics (D=4)", 0.86, 0.62, 0.953, 0.924),
+    ("UltraFeedback", "5 ArmoRM dims (D=5)", 0.95, 0.82, 0.767, 0.772),
+)
+"""The paper's table (domain, reward dims, ρ̄ VPO, ρ̄ GRPO, best@16 VPO, best@16 GRPO), for reference."""
+
+
+@dataclass(frozen=True)
+class PoolDiagnosis:
+    """The two numbers of one pool.
+
+    Attributes:
+        label: Which policy wrote the pool (``vpo``, ``grpo``, a file name).
+        shape: The pool's shape (T prompts, n completions, m candidates, d dims).
+        rho: On-policy ρ̄ (NaN when fewer than two dimensions vary).
+        kept_dims: Indices of the dimensions that vary (those ρ̄ averages over).
+        k: The k of best@k: the requested k, or the pool's size per prompt when that is smaller.
+        best_at_k: Mean over prompts of best@k under w*.
+    """
+
+    label: str
+    shape: tuple[int, int, int, int]
+    rho: float
+    kept_dims: tuple[int, ...]
+    k: int
+    best_at_k: float
+
+
+def _check_pool(rewards: ArrayLike, w_star: Sequence[float]) -> np.ndarray:
+    r = np.asarray(rewards, dtype=np.float64)
+    if r.ndim != 4:
+        raise ValueError(
+            f"a pool must have shape (T prompts, n completions, m candidates, d dims), got {r.shape}; "
+            "apps/evaluate.py writes such pools as pool_<row>.npy."
+        )
+    if r.shape[-1] != len(w_star):
+        raise ValueError(f"pool has {r.shape[-1]} reward dims but w* has {len(w_star)}; is it the right env's pool?")
+    if min(r.shape) < 1:
+        raise ValueError(f"pool {r.shape} is empty.")
+    if not np.all(np.isfinite(r)):
+        raise ValueError("pool holds NaN or infinite rewards.")
+    return r
+
+
+def diagnose_pool(label: str, rewards: ArrayLike, w_star: Sequence[float], *, k: int = 16) -> PoolDiagnosis:
+    """ρ̄ and best@k of one pool, as the appendix computes them.
+
+    Args:
+        label: Name of the pool's policy.
+        rewards: The pool, shape (T, n, m, d); m > 1 marks a multi-answer pool (chain estimator).
+        w_star: The GRPO training scalarisation, shape (d,).
+        k: Candidates of best@k (the paper: 16); capped at the pool's per-prompt size (n·m, or n
+            when m = 1).
+
+    Returns:
+        The diagnosis.
+
+    Raises:
+        ValueError: On a pool of the wrong shape, a w* of the wrong length, non-finite rewards or k < 1.
+    """
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}.")
+    r = _check_pool(rewards, w_star)
+    t, n, m, d = r.shape
+    flat = r.reshape(t * n * m, d)
+    kept = tuple(int(i) for i in np.flatnonzero(np.ptp(flat, axis=0) > 0))
+    mode = "multi" if m > 1 else "single"
+    k_used = min(k, n * m if mode == "multi" else n)
+    scores = r @ np.asarray(w_star, dtype=np.float64)  # (T, n, m)
+    best = float(np.mean([best_at_k_of_pool(scores[i], k_used, mode=mode) for i in range(t)]))
+    return PoolDiagnosis(
+        label=label, shape=(t, n, m, d), rho=collinearity(flat), kept_dims=kept, k=k_used, best_at_k=best
+    )
+
+
+def verdict(rho: float, *, in_regime_below: float = IN_REGIME_BELOW, collinear_from: float = COLLINEAR_FROM) -> str:
+    """One line: is a domain with on-policy ρ̄ = `rho` in VPO's regime?
+
+    Args:
+        rho: On-policy ρ̄ (NaN: fewer than two dimensions vary).
+        in_regime_below: ρ̄ below this is in VPO's regime.
+        collinear_from: ρ̄ at or above this is near-collinear.
+
+    Returns:
+        The verdict.
+    """
+    if not in_regime_below <= collinear_from:
+        raise ValueError(f"need in_regime_below <= collinear_from, got {in_regime_below} and {collinear_from}.")
+    if math.isnan(rho):
+        return "undetermined: fewer than two reward dimensions vary on this pool (the reward is effectively scalar)"
+    if rho < in_regime_below:
+        return f"in VPO's regime: ρ̄ = {rho:.2f} < {in_regime_below:g}, the reward components compete"
+    if rho >= collinear_from:
+        return (
+            f"not in VPO's regime: ρ̄ = {rho:.2f} >= {collinear_from:g}, the components are near-collinear "
+            "(effectively one scalar; expect VPO to tie scalar GRPO, as on UltraFeedback)"
+        )
+    return (
+        f"borderline: {in_regime_below:g} <= ρ̄ = {rho:.2f} < {collinear_from:g} (the paper's ToolRL, a VPO win, "
+        "and UltraFeedback, a tie, both have a row in this band)"
+    )
+
+
+def _fmt(x: float | None, digits: int) -> str:
+    return "–" if x is None or math.isnan(x) else f"{x:.{digits}f}"
+
+
+def format_table(
+    domain: str,
+    dims: str,
+    vpo: PoolDiagnosis | None,
+    grpo: PoolDiagnosis | None,
+    *,
+    with_paper: bool = False,
+) -> str:
+    """The paper's ρ̄-vs-best@16 table (markdown) with this domain's row.
+
+    Args:
+        domain: Row name (the env id).
+        dims: The "reward dims" cell, e.g. ``4 dims (D=4)``.
+        vpo: Diagnosis of the VPO pool, if any.
+        grpo: Diagnosis of the GRPO (scalar) pool, if any.
+        with_paper: Also print the paper's five rows above this one.
+
+    Returns:
+        The table; Δ = best@k VPO − best@k GRPO when both pools are given.
+    """
+    ks = {d.k for d in (vpo, grpo) if d is not None}
+    k_text = "/".join(str(k) for k in sorted(ks)) or "16"
+    lines = [
+        f"| Domain | reward dims | ρ̄ VPO | ρ̄ GRPO | best@{k_text} VPO | best@{k_text} GRPO | Δ |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    if with_paper:
+        for name, d, rv, rg, bv, bg in PAPER_ROWS:
+            lines.append(f"| {name} (paper) | {d} | {rv:.2f} | {rg:.2f} | {bv:.3f} | {bg:.3f} | {bv - bg:+.3f} |")
+    delta = None if vpo is None or grpo is None else vpo.best_at_k - grpo.best_at_k
+    lines.append(
+        f"| {domain} | {dims} | {_fmt(vpo and vpo.rho, 2)} | {_fmt(grpo and grpo.rho, 2)} | "
+        f"{_fmt(vpo and vpo.best_at_k, 3)} | {_fmt(grpo and grpo.best_at_k, 3)} | "
+        f"{'–' if delta is None else f'{delta:+.3f}'} |"
+    )
+    return "\n".join(lines)

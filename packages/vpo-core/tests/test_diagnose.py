@@ -1,0 +1,98 @@
+"""The collinearity diagnostic (vpo_core.diagnose, apps/diagnose.py): the appendix's recipe, verdicts, table."""
+
+from __future__ import annotations
+
+from math import comb
+
+import numpy as np
+import pytest
+
+from vpo_core.diagnose import PAPER_ROWS, diagnose_pool, format_table, verdict
+
+
+def appendix_rho(pool: np.ndarray) -> float:
+    """The appendix, literally: flatten, drop zero-variance dims, np.corrcoef, mean of D(D-1) off-diagonals."""
+    flat = pool.reshape(-1, pool.shape[-1])
+    flat = flat[:, flat.var(axis=0) > 0]
+    c = np.corrcoef(flat.T)
+    d = c.shape[0]
+    return float((c.sum() - np.trace(c)) / (d * (d - 1)))
+
+
+def test_rho_is_the_appendix_recipe_with_a_constant_dimension():
+    rng = np.random.default_rng(0)
+    base = rng.normal(size=(20, 8, 1, 1))
+    pool = np.concatenate(
+        [base, base + 0.5 * rng.normal(size=base.shape), np.ones_like(base), rng.normal(size=base.shape)], -1
+    )
+    d = diagnose_pool("x", pool, (0.25, 0.25, 0.25, 0.25))
+    assert d.kept_dims == (0, 1, 3)
+    assert d.rho == pytest.approx(appendix_rho(pool), abs=1e-12)
+
+
+def test_collinear_pool_is_out_of_regime_and_independent_pool_in_it():
+    rng = np.random.default_rng(1)
+    x = rng.uniform(size=(50, 16, 1, 1))
+    collinear = np.concatenate([x, 2 * x + 1, 0.5 * x], -1)
+    d = diagnose_pool("grpo", collinear, (1 / 3, 1 / 3, 1 / 3))
+    assert d.rho == pytest.approx(1.0)
+    assert verdict(d.rho).startswith("not in VPO's regime")
+    independent = rng.uniform(size=(50, 16, 1, 3))
+    assert verdict(diagnose_pool("vpo", independent, (1 / 3,) * 3).rho).startswith("in VPO's regime")
+    assert verdict(0.8).startswith("borderline")
+    assert verdict(float("nan")).startswith("undetermined")
+
+
+def test_paper_rows_get_the_paper_verdicts():
+    verdicts = {name: verdict(rho_grpo) for name, _, _, rho_grpo, _, _ in PAPER_ROWS}
+    assert all(verdicts[n].startswith("in VPO's regime") for n in ("Maze", "MuSiQue", "EUREQA", "ToolRL"))
+    assert not verdicts["UltraFeedback"].startswith("in VPO's regime")
+
+
+def test_best_at_k_single_pool_is_the_order_statistic_estimator():
+    rng = np.random.default_rng(2)
+    pool = rng.uniform(size=(3, 20, 1, 2))
+    w = (0.7, 0.3)
+    d = diagnose_pool("grpo", pool, w, k=16)
+    expected = []
+    for t in range(3):
+        s = np.sort(pool[t, :, 0] @ np.array(w))
+        n = len(s)
+        expected.append(sum(comb(i, 15) * s[i] for i in range(15, n)) / comb(n, 16))
+    assert d.k == 16
+    assert d.best_at_k == pytest.approx(float(np.mean(expected)))
+
+
+def test_k_is_capped_at_the_pool_size_and_multi_pools_use_m_candidates():
+    pool = np.random.default_rng(3).uniform(size=(2, 4, 3, 2))
+    d = diagnose_pool("vpo", pool, (0.5, 0.5), k=16)
+    assert d.k == 12
+    best_of_all = np.mean(np.max((pool @ np.array([0.5, 0.5])).reshape(2, -1), axis=1))
+    assert d.best_at_k == pytest.approx(best_of_all)
+    assert diagnose_pool("grpo", pool[:, :, :1], (0.5, 0.5)).k == 4
+
+
+@pytest.mark.parametrize(
+    ("pool", "w", "message"),
+    [
+        (np.zeros((3, 2, 2)), (1.0, 0.0), "shape"),
+        (np.zeros((1, 2, 1, 3)), (1.0, 0.0), "reward dims"),
+        (np.full((1, 2, 1, 2), np.nan), (1.0, 0.0), "NaN"),
+    ],
+)
+def test_bad_pools_are_named(pool, w, message):
+    with pytest.raises(ValueError, match=message):
+        diagnose_pool("x", pool, w)
+
+
+def test_table_layout_matches_the_paper():
+    pool = np.random.default_rng(4).uniform(size=(2, 16, 1, 2))
+    a, b = diagnose_pool("vpo", pool, (0.5, 0.5)), diagnose_pool("grpo", pool * 0.5, (0.5, 0.5))
+    table = format_table("toy-v1", "2 dims (D=2)", a, b, with_paper=True)
+    lines = table.splitlines()
+    assert lines[0] == "| Domain | reward dims | ρ̄ VPO | ρ̄ GRPO | best@16 VPO | best@16 GRPO | Δ |"
+    assert len(lines) == 2 + len(PAPER_ROWS) + 1
+    assert lines[-1].startswith("| toy-v1 | 2 dims (D=2) |")
+    assert lines[-1].endswith(f"{a.best_at_k - b.best_at_k:+.3f} |")
+    assert "| UltraFeedback (paper) | 5 ArmoRM dims (D=5) | 0.95 | 0.82 | 0.767 | 0.772 | -0.005 |" in table
+    assert format_table("toy-v1", "2", a, None).splitlines()[-1].endswith("| – | – |")

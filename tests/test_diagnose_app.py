@@ -1,0 +1,41 @@
+"""apps/diagnose.py: verdicts and the paper's table from saved pools; clear errors."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+APP = Path(__file__).resolve().parents[1] / "apps" / "diagnose.py"
+
+
+def _app():
+    if "diagnose_app" not in sys.modules:  # registered: the config dataclass resolves its annotations there
+        spec = importlib.util.spec_from_file_location("diagnose_app", APP)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["diagnose_app"] = module
+        spec.loader.exec_module(module)
+    return sys.modules["diagnose_app"].main
+
+
+def test_app_prints_verdicts_and_table(tmp_path, capsys):
+    rng = np.random.default_rng(5)
+    np.save(tmp_path / "pool_vpo.npy", rng.uniform(size=(4, 6, 3, 4)))
+    np.save(tmp_path / "pool_grpo.npy", rng.uniform(size=(4, 16, 1, 4)))
+    rc = _app()(["env=maze-v1", f"vpo={tmp_path / 'pool_vpo.npy'}", f"grpo={tmp_path / 'pool_grpo.npy'}"])
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert "in VPO's regime" in out
+    assert "| maze-v1 | 4 dims (D=4) |" in out
+    assert "best@16 (w* = (0.25, 0.25, 0.25, 0.25))" in out
+
+
+def test_app_rejects_a_missing_file_and_a_wrong_env(tmp_path, capsys):
+    with pytest.raises(SystemExit, match="does not exist"):
+        _app()(["env=maze-v1", f"vpo={tmp_path / 'nope.npy'}"])
+    np.save(tmp_path / "pool_x.npy", np.zeros((2, 3, 1, 5)))
+    assert _app()(["env=maze-v1", f"pools={tmp_path / 'pool_x.npy'}"]) == 2
+    assert "reward dims" in capsys.readouterr().err
