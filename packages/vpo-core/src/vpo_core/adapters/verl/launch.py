@@ -329,6 +329,14 @@ def _report_overlong(p: LaunchPlan, split: str, path: Path) -> None:
     print(f"{split}: {report.describe()}", file=sys.stderr)
 
 
+def _write_data_source(p: LaunchPlan) -> None:
+    """Record where the env's data came from (Hub id, revision, resolved commit, files) beside the parquet files."""
+    from vpo_core.registry import make
+
+    env = make(str(p.options["env_ref"]), **p.env_config)
+    (p.train_file.parent / "data_source.json").write_text(json.dumps(env.data_source(), indent=2, default=str))
+
+
 def main(argv: list[str]) -> int:
     """Run (or with ``--dry-run`` summarise and write the config of) one cell on veRL."""
     if any(a in ("-h", "--help") for a in argv):
@@ -364,5 +372,6 @@ def _main(argv: list[str]) -> int:
             limit=p.options["limit"],
         )
         _report_overlong(p, split, path)
+    _write_data_source(p)
     print("launching:", shlex.join(p.command), file=sys.stderr)
     return subprocess.call(p.command)
