@@ -627,3 +627,19 @@ def test_class2_forgers_under_load_change_no_other_verdict():
         assert sandbox.restarts == 0
     for code, verdicts in zip(jobs, results, strict=True):
         assert verdicts == (["ok", "wa", "wa"] if code is forger else ["ok"] * 3)
+
+
+def test_class7_a_released_worker_goes_to_the_first_waiter_not_to_a_barging_caller(box):
+    worker = box._acquire()
+    got = []
+    waiter = threading.Thread(target=lambda: got.append(box._acquire()))
+    waiter.start()
+    deadline = time.monotonic() + 5
+    while not box._waiters and time.monotonic() < deadline:
+        time.sleep(0.01)
+    box._release(worker)
+    assert not box._idle  # handed to the waiter: a caller arriving now waits its turn
+    waiter.join(5)
+    assert got == [worker]
+    box._release(worker)
+    assert_worker_healthy(box)
