@@ -1,136 +1,357 @@
-"""Evaluate checkpoints on an env's test split and write the paper's table and a best@k plot.
+"""Evaluate checkpoints on an env's test split and write the paper's table, the pools and a best@k plot.
 
     uv run apps/evaluate.py env=maze-v1 checkpoints=runs/maze-v1-grpo-seed0,runs/maze-v1-vpo-seed0
-    uv run apps/evaluate.py env=maze-v1 checkpoints=path/to/hf_model mode=multi m=3 samples=30
+    uv run apps/evaluate.py env=musique-v1 checkpoints=path/to/hf_model method=vpo env.data_dir=/data/musique
+    uv run apps/evaluate.py env=lcb-v1 endpoint=http://127.0.0.1:8000/v1 method=vpo name=lcb-vpo
 
-A checkpoint is a local run directory (its config gives the method's mode and m; the final
-checkpoint is used, or `init_model` with `@init` appended to the path) or a Hugging Face model
-directory (pass mode= and m=). Sampling follows the paper's evaluation: temperature 0.7, top-p 1.0
-(maze, MuSiQue) or 0.95 (EUREQA, ToolRL), several seeds (seeds=). backend=auto (default) samples with
-vLLM when it is installed (`uv sync --group vllm`) and a CUDA GPU is present, else with transformers
-on device= (cpu, or cuda); backend=transformers or backend=vllm forces one.
+A checkpoint is a local run directory of apps/train.py (its config names the method, hence the mode,
+m and whether prompts carry the goal suffix; the final checkpoint is used, or the warm-started model
+with ``@init`` appended) or a Hugging Face model directory, e.g. a merged veRL checkpoint (pass
+method=, or mode= and m=). endpoint= samples from an OpenAI-compatible server instead (``vllm serve
+<checkpoint>``; served_model=, api_key=, api=chat|completions).
+
+Sampling follows the paper's final evaluation as the env's profile declares it (``env.profile.eval``:
+temperature, top-p, the token budget of the mode and m; ``eval_samples`` candidates per task and
+``eval_seeds`` seeds) and its chat-template options (Qwen3: thinking off); every option below
+overrides the profile. A goal-conditioned method (goal-conditioned GRPO) is evaluated twice,
+conditioned on w* and on one w ~ Dir(1) per task (conditioning=), reported as two rows.
+backend=auto samples with vLLM when it is installed and a CUDA GPU is present, else with
+transformers on device=.
+
+Writes table.md, results.json (metrics, curve and settings per row), pool_<row>.npy (rewards,
+shape (tasks, completions, m, d); pool_<label>@w_star.npy and @dirichlet for goal-conditioned
+rows) and best_at_k.png to out= (default runs/eval/<name or UTC time>, outside the committed results/).
 """
 
-from __future__ import annotations
-
 import json
+import re
 import sys
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-TOP_P = {"eureqa-v1": 0.95, "toolrl-v1": 0.95}
+from vpo_core.cli_config import ConfigError, HelpRequested, option, parse_config
 
-
-def parse(argv: list[str]) -> dict[str, str]:
-    options = {}
-    for arg in argv:
-        key, sep, value = arg.partition("=")
-        if not sep:
-            raise SystemExit(f"arguments are key=value pairs, got {arg!r}; see --help.")
-        options[key.lstrip("-")] = value
-    known = {
-        "env",
-        "checkpoints",
-        "mode",
-        "m",
-        "tasks",
-        "samples",
-        "temperature",
-        "top_p",
-        "seeds",
-        "out",
-        "device",
-        "backend",
-    }
-    unknown = set(options) - known
-    if unknown:
-        raise SystemExit(f"unknown option(s) {sorted(unknown)}; valid: {sorted(known)}.")
-    if "checkpoints" not in options:
-        raise SystemExit("pass checkpoints=<run dir or HF model dir>[,<another>...].")
-    return options
+CONDITIONING_CHOICES = ("both", "w_star", "dirichlet")
+BACKENDS = ("auto", "transformers", "vllm")
 
 
-def resolve(path_text: str, options: dict[str, str]) -> tuple[str, Path, str, int]:
-    use_init = path_text.endswith("@init")
-    path = Path(path_text.removesuffix("@init"))
-    config_file = path / "config.json"
-    run_config = json.loads(config_file.read_text()) if config_file.exists() else {}
-    if "method" in run_config:  # a local run directory
-        from vpo_core.methods import get_method
+@dataclass
+class EvalConfig:
+    """Options of apps/evaluate.py (None: the env profile's value).
 
-        method = get_method(run_config["method"])
-        model_dir = path / ("init_model" if use_init else "checkpoint/model")
-        if not model_dir.exists():
-            raise SystemExit(f"{model_dir} does not exist: has the run at {path} saved a checkpoint yet?")
+    Annotations are evaluated (no ``from __future__ import annotations``): the config layer reads them
+    with ``typing.get_type_hints``, which cannot resolve strings in a script run by runpy.
+    """
+
+    env: str = option("maze-v1", "env id (vpo_core.list_envs())")
+    env_options: dict[str, Any] = option(  # noqa: RUF009 - option() is dataclasses.field with a help text
+        help="env constructor options", default_factory=dict
+    )
+    checkpoints: str = option(
+        "", "comma-separated run directories (name@init: the warm-started model) or HF model dirs"
+    )
+    endpoint: str | None = option(
+        None, "OpenAI-compatible API root to sample from instead (vllm serve), e.g. http://127.0.0.1:8000/v1"
+    )
+    served_model: str | None = option(None, "model name at the endpoint (default: the first it serves)")
+    api_key: str = option("EMPTY", "API key for the endpoint")
+    api: str = option(
+        "chat", "endpoint API: chat (server renders the chat template) or completions (tokenizer= renders)"
+    )
+    tokenizer: str | None = option(None, "tokenizer directory for api=completions (the checkpoint's)")
+    request_timeout_s: float = option(600.0, "seconds per endpoint request")
+    max_workers: int = option(8, "concurrent endpoint requests")
+    method: str | None = option(None, "the method of an HF model dir or endpoint (gives mode, m and goal conditioning)")
+    mode: str | None = option(None, "prompt mode of an HF model dir or endpoint without method= (single or multi)")
+    m: int | None = option(None, "answers per completion (default: the method's, or 3 in multi mode)")
+    tasks: int | None = option(None, "evaluate the first N test tasks (default: the whole split)")
+    samples: int | None = option(None, "candidates per task and seed (default: env.profile.eval_samples)")
+    seeds: int | None = option(None, "evaluation seeds (default: env.profile.eval_seeds)")
+    temperature: float | None = option(None, "sampling temperature (default: env.profile.eval.temperature)")
+    top_p: float | None = option(None, "nucleus mass (default: env.profile.eval.top_p)")
+    max_new_tokens: int | None = option(
+        None, "token budget per completion (default: env.profile.eval for the mode and m)"
+    )
+    conditioning: str = option("both", "goal-conditioned checkpoints: both, w_star or dirichlet (w ~ Dir(1) per task)")
+    goal_seed: int = option(0, "seed of the per-task Dir(1) goal weights")
+    batch: int = option(16, "prompts sampled together")
+    name: str | None = option(None, "name of this evaluation (out= defaults to runs/eval/<name>)")
+    out: str | None = option(None, "output directory (default runs/eval/<name or UTC time>)")
+    device: str = option("cpu", "device of the transformers backend (cpu, cuda)")
+    backend: str = option("auto", "auto, transformers or vllm (ignored with endpoint=)")
+    gpu_memory_utilization: float = option(0.85, "share of GPU memory vLLM may take")
+    progress: bool = option(True, "show a progress bar per evaluated row")
+
+    def __post_init__(self) -> None:
+        if not self.checkpoints and not self.endpoint:
+            raise ValueError("pass checkpoints=<run dir or HF model dir>[,<another>...] or endpoint=<API root>.")
+        if self.checkpoints and self.endpoint:
+            raise ValueError("pass checkpoints= or endpoint=, not both (evaluate a served model on its own).")
+        if self.conditioning not in CONDITIONING_CHOICES:
+            raise ValueError(f"conditioning must be one of {CONDITIONING_CHOICES}, got {self.conditioning!r}.")
+        if self.backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {self.backend!r}.")
+        if self.mode is not None and self.mode not in ("single", "multi"):
+            raise ValueError(f"mode must be single or multi, got {self.mode!r}.")
+        for key in ("tasks", "samples", "seeds", "max_new_tokens", "m"):
+            value = getattr(self, key)
+            if value is not None and value < 1:
+                raise ValueError(f"{key} must be >= 1, got {value}.")
+        if self.batch < 1 or self.max_workers < 1:
+            raise ValueError("batch and max_workers must be >= 1.")
+
+
+@dataclass
+class Target:
+    """One model to evaluate: its label, where it is, and the prompts it was trained with."""
+
+    label: str
+    model_dir: Path | None
+    mode: str
+    m: int
+    goal_prompt: bool
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _method_target(label: str, model_dir: Path | None, config: EvalConfig) -> Target:
+    from vpo_core.methods import get_method
+
+    if config.method is not None:
+        try:
+            method = get_method(config.method)
+            m = method.resolve_m(config.m)
+        except (KeyError, ValueError) as exc:
+            raise SystemExit(str(exc).strip("'\"")) from None
+        if config.mode is not None and config.mode != method.mode:
+            raise SystemExit(f"method={config.method} prompts in {method.mode} mode; drop mode={config.mode}.")
+        return Target(label, model_dir, method.mode, m, method.goal_prompt)
+    if config.mode is None:
+        where = model_dir if model_dir is not None else config.endpoint
+        raise SystemExit(
+            f"{where} is a plain model directory: pass mode=single|multi (and m=), or method=<its training method>."
+        )
+    m = config.m if config.m is not None else (3 if config.mode == "multi" else 1)
+    from vpo_core.methods import check_mode_m
+
+    try:
+        check_mode_m(config.mode, m)
+    except ValueError as exc:
+        raise SystemExit(str(exc)) from None
+    return Target(label, model_dir, config.mode, m, False)
+
+
+def resolve(text: str, config: EvalConfig) -> Target:
+    """A checkpoint argument as a `Target` (run directories are read through `RunDir` only)."""
+    from vpo_core.adapters.local.rundir import RunDir, RunDirError
+    from vpo_core.methods import get_method
+
+    use_init = text.endswith("@init")
+    path = Path(text.removesuffix("@init"))
+    run = RunDir(path)
+    try:
+        saved = run.read_config() if run.exists() else {}
+    except RunDirError as exc:
+        raise SystemExit(str(exc)) from None
+    if "method" in saved:  # a run directory (an HF model directory's config.json names no method)
+        try:
+            model_dir = run.model_dir("init" if use_init else "final")
+            method = get_method(saved["method"])
+        except (RunDirError, KeyError) as exc:
+            raise SystemExit(str(exc).strip("'\"")) from None
         label = f"{path.name}{'@init' if use_init else ''}"
-        return label, model_dir, method.mode, method.resolve_m(run_config.get("m"))
+        return Target(label, model_dir, method.mode, method.resolve_m(saved.get("m")), method.goal_prompt)
+    if use_init:
+        raise SystemExit(f"{path} is not a run directory of apps/train.py, so it has no @init model.")
     if not path.exists():
         raise SystemExit(f"checkpoint {path} does not exist.")
-    if "mode" not in options:
-        raise SystemExit(f"{path} is a plain model directory: pass mode=single|multi (and m=) to evaluate it.")
-    return path.name, path, options["mode"], int(options.get("m", "3" if options["mode"] == "multi" else "1"))
+    return _method_target(path.name, path, config)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.@-]+", "_", text).strip("_") or "model"
+
+
+def _sampler(target: Target, config: EvalConfig, env: Any, backend: str) -> Any:
+    template_kwargs = dict(env.profile.chat_template_kwargs)
+    if config.endpoint:
+        from vpo_core.adapters.local.openai_sampler import EndpointError, OpenAISampler
+
+        try:
+            return OpenAISampler(
+                config.endpoint,
+                model=config.served_model,
+                api_key=config.api_key,
+                api=config.api,
+                tokenizer=config.tokenizer,
+                chat_template_kwargs=template_kwargs,
+                timeout_s=config.request_timeout_s,
+                max_workers=config.max_workers,
+            )
+        except (EndpointError, FileNotFoundError) as exc:
+            raise SystemExit(str(exc)) from None
+    assert target.model_dir is not None
+    if backend == "vllm":
+        from vpo_core.adapters.local.vllm_sampler import VllmSampler
+
+        return VllmSampler(
+            target.model_dir,
+            chat_template_kwargs=template_kwargs,
+            gpu_memory_utilization=config.gpu_memory_utilization,
+        )
+    from vpo_core.adapters.local.policy import load_policy
+    from vpo_core.adapters.local.samplers import TransformersSampler
+
+    try:
+        policy = load_policy(target.model_dir, config.device)
+    except FileNotFoundError as exc:
+        raise SystemExit(str(exc)) from None
+    return TransformersSampler(policy, template_kwargs)
+
+
+def settings_for(target: Target, config: EvalConfig, env: Any) -> dict[str, Any]:
+    """The sampling settings of a target: the env profile's final evaluation, overridden by options."""
+    profile = env.profile
+    return {
+        "temperature": profile.eval.temperature if config.temperature is None else config.temperature,
+        "top_p": profile.eval.top_p if config.top_p is None else config.top_p,
+        "max_new_tokens": (
+            profile.eval.max_new_tokens(target.mode, target.m)
+            if config.max_new_tokens is None
+            else config.max_new_tokens
+        ),
+        "samples": profile.eval_samples if config.samples is None else config.samples,
+        "seeds": profile.eval_seeds if config.seeds is None else config.seeds,
+    }
+
+
+def _progress(total: int, description: str, enabled: bool) -> Any:
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=description, unit="task", file=sys.stderr, disable=not enabled, dynamic_ncols=True)
+
+
+def _out_dir(config: EvalConfig) -> Path:
+    if config.out:
+        return Path(config.out)
+    return Path("runs") / "eval" / (config.name or time.strftime("%Y%m%d-%H%M%S", time.gmtime()))
 
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    if any(a in ("-h", "--help") for a in args):
-        print(__doc__)
+    try:
+        config = parse_config(
+            EvalConfig, args, prog="apps/evaluate.py", description=__doc__ or "", passthrough={"env": "env_options"}
+        )
+    except HelpRequested as exc:
+        print(exc.text)
         return 0
-    options = parse(args)
+    except ConfigError as exc:
+        raise SystemExit(f"error: {exc}") from None
     import numpy as np
 
     import vpo_core
-    from vpo_core.adapters.local.evaluation import evaluate_policy, markdown_table
+    from vpo_core.adapters.local.evaluation import evaluate_policy, goal_weights_for_eval, markdown_table
     from vpo_core.adapters.local.plots import plot_best_at_k
-    from vpo_core.adapters.local.policy import load_policy
     from vpo_core.adapters.local.vllm_sampler import choose_backend
 
-    env_id = options.get("env", "maze-v1")
-    env = vpo_core.make(env_id)
-    tasks = list(env.tasks("test"))[: int(options.get("tasks", "100"))]
-    out = Path(options.get("out", "results/eval"))
-    out.mkdir(parents=True, exist_ok=True)
-    device = options.get("device", "cpu")
+    backend = "openai"
+    if not config.endpoint:
+        try:
+            backend = choose_backend(config.backend, config.device)
+        except ValueError as error:
+            raise SystemExit(str(error)) from None
+    if config.endpoint:
+        targets = [_method_target(config.served_model or config.name or "endpoint", None, config)]
+    else:
+        targets = [resolve(text, config) for text in config.checkpoints.split(",") if text]
     try:
-        backend = choose_backend(options.get("backend", "auto"), device)
-    except ValueError as error:
-        raise SystemExit(str(error)) from None
+        env = vpo_core.make(config.env, **config.env_options)
+    except (KeyError, ValueError, TypeError) as exc:
+        raise SystemExit(f"error: env {config.env!r}: {exc}") from None
+    tasks = list(env.tasks("test"))
+    if config.tasks is not None:
+        tasks = tasks[: config.tasks]
+    out = _out_dir(config)
+    out.mkdir(parents=True, exist_ok=True)
     results = []
-    for text in options["checkpoints"].split(","):
-        label, model_dir, mode, m = resolve(text, options)
-        if backend == "vllm":
-            from vpo_core.adapters.local.vllm_sampler import VllmSampler
-
-            policy = VllmSampler(model_dir)
-        else:
-            policy = load_policy(model_dir, device)
-        print(f"evaluating {label} ({mode}, m={m}) on {len(tasks)} tasks with {backend}", file=sys.stderr)
-        results.append(
-            evaluate_policy(
-                policy,
-                env,
-                tasks,
-                name=label,
-                mode=mode,
-                m=m,
-                samples=int(options.get("samples", "30")),
-                temperature=float(options.get("temperature", "0.7")),
-                top_p=float(options.get("top_p", TOP_P.get(env_id, 1.0))),
-                seeds=int(options.get("seeds", "1")),
-                max_new_tokens=int(48 + 40 * m),
+    for target in targets:
+        sampler = _sampler(target, config, env, backend)
+        if config.endpoint:
+            target.label = str(getattr(sampler, "model", target.label)).rstrip("/").split("/")[-1]
+        settings = settings_for(target, config, env)
+        conditionings: list[str | None] = [None]
+        if target.goal_prompt:
+            conditionings = ["w_star", "dirichlet"] if config.conditioning == "both" else [config.conditioning]
+        for conditioning in conditionings:
+            label = (
+                target.label
+                if conditioning is None
+                else f"{target.label} (w={'w*' if conditioning == 'w_star' else '~Dir(1)'})"
             )
-        )
+            weights = (
+                None if conditioning is None else goal_weights_for_eval(env, tasks, conditioning, seed=config.goal_seed)
+            )
+            print(
+                f"evaluating {label} ({target.mode}, m={target.m}) on {len(tasks)} {config.env} tasks with {backend}: "
+                + ", ".join(f"{k}={v}" for k, v in settings.items()),
+                file=sys.stderr,
+            )
+            bar = _progress(len(tasks) * settings["seeds"], label, config.progress)
+            try:
+                result = evaluate_policy(
+                    sampler,
+                    env,
+                    tasks,
+                    name=label,
+                    mode=target.mode,
+                    m=target.m,
+                    samples=settings["samples"],
+                    temperature=settings["temperature"],
+                    top_p=settings["top_p"],
+                    seeds=settings["seeds"],
+                    max_new_tokens=settings["max_new_tokens"],
+                    prompts_per_batch=config.batch,
+                    goal_weights=weights,
+                    progress=bar.update,
+                )
+            except Exception as exc:
+                from vpo_core.adapters.local.openai_sampler import EndpointError
+
+                if isinstance(exc, EndpointError):
+                    raise SystemExit(str(exc)) from None
+                raise
+            finally:
+                bar.close()
+            result.settings.update(
+                backend=backend,
+                conditioning=conditioning,
+                goal_seed=config.goal_seed if conditioning == "dirichlet" else None,
+                chat_template_kwargs=dict(env.profile.chat_template_kwargs),
+                model=str(target.model_dir) if target.model_dir else config.endpoint,
+                file=f"pool_{_slug(target.label if conditioning is None else f'{target.label}@{conditioning}')}.npy",
+            )
+            results.append(result)
     table = markdown_table(results)
     (out / "table.md").write_text(table + "\n")
-    (out / "results.json").write_text(
-        json.dumps(
-            {r.name: {"mode": r.mode, "m": r.m, "metrics": r.metrics, "curve": r.curve} for r in results}, indent=2
-        )
-    )
+    payload = {
+        r.name: {
+            "mode": r.mode,
+            "m": r.m,
+            "metrics": r.metrics,
+            "curve": r.curve,
+            "bad_completions": r.bad_completions,
+            "settings": {**r.settings, "env": config.env, "env_options": config.env_options, "tasks": len(tasks)},
+        }
+        for r in results
+    }
+    (out / "results.json").write_text(json.dumps(payload, indent=2))
     for r in results:
-        np.save(out / f"pool_{r.name}.npy", r.rewards)
-    plot_best_at_k(results, out / "best_at_k.png", title=f"{env_id} test")
+        np.save(out / r.settings["file"], r.rewards)
+    plot_best_at_k(results, out / "best_at_k.png", title=f"{config.env} test")
     print(table)
-    print(f"wrote {out}/table.md, results.json and best_at_k.png", file=sys.stderr)
+    print(f"wrote {out}/table.md, results.json, pool_*.npy and best_at_k.png", file=sys.stderr)
     return 0
 
 

@@ -2,36 +2,52 @@
 
 Pools follow the paper's protocol (estimators.md §10.3): a multi-answer policy writes chains of m
 candidates and best@k uses ⌈k/m⌉ chains in generation order (the exact chain estimator); a
-single-answer policy samples iid candidates (the order-statistic estimator).
+single-answer policy samples iid candidates (the order-statistic estimator). The metrics are
+`vpo_core.pool`'s, the same as the env CLIs' ``score``.
+
+A goal-conditioned policy (goal-conditioned GRPO) is evaluated with the goal suffix in its prompts,
+conditioned either on w* or on one w ~ Dir(1) per task (`goal_weights_for_eval`); best@k still
+scores every candidate with w*.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 
 from vpo_core.env import TextEnv
-from vpo_core.metrics import (
-    best_at_k,
-    best_at_k_chains,
-    best_at_k_curve,
-    collinearity,
-    expected_best_at_k,
-    reward_diversity,
-)
+from vpo_core.pool import KS, pool_curve, pool_summary
 from vpo_core.types import Message, Task
+from vpo_core.weights import dirichlet_weights
 
-__all__ = ["EvalResult", "Sampler", "evaluate_policy", "markdown_table", "pool_metrics"]
+__all__ = [
+    "CONDITIONINGS",
+    "KS",
+    "EvalResult",
+    "Sampler",
+    "evaluate_policy",
+    "goal_weights_for_eval",
+    "markdown_table",
+    "pool_metrics",
+]
+
+CONDITIONINGS = ("w_star", "dirichlet")
+"""How a goal-conditioned policy is conditioned at evaluation: on w*, or on w ~ Dir(1) per task."""
 
 
 class Sampler(Protocol):
-    """What evaluation samples from: `policy.Policy` (transformers) or `vllm_sampler.VllmSampler`."""
+    """What evaluation samples from.
+
+    `samplers.TransformersSampler`, `vllm_sampler.VllmSampler`, `openai_sampler.OpenAISampler` or
+    `policy.Policy`.
+    """
 
     def prompt_text(self, messages: Sequence[Message]) -> str:
-        """Chat messages rendered as the model's prompt text."""
+        """The chat messages as `sample` takes them (the rendered prompt text)."""
         ...
 
     def sample(
@@ -48,20 +64,20 @@ class Sampler(Protocol):
         ...
 
 
-KS = (1, 3, 5, 10, 30)
-
-
 @dataclass
 class EvalResult:
     """Pools and metrics of one policy.
 
     Attributes:
-        name: Label of the policy (a checkpoint name).
+        name: Label of the policy (a checkpoint name, with its goal conditioning if any).
         mode: Prompt mode of its pools.
         m: Candidates per completion.
-        rewards: Pools, shape (T tasks, n completions, m, d).
-        metrics: Summary metrics (see `pool_metrics`).
+        rewards: Pools, shape (T tasks, n completions, m, d); rows of a task with fewer dimensions
+            than d (per-task specs) are zero-padded.
+        metrics: Summary metrics (see `vpo_core.pool.pool_summary`).
         curve: best@k for k = 1..n·m, averaged over tasks (w*-scores).
+        bad_completions: Completions that could not be scored (or were missing), counted as all-zero rows.
+        settings: The sampling settings used (temperature, top_p, max_new_tokens, samples, seeds, conditioning).
     """
 
     name: str
@@ -70,12 +86,14 @@ class EvalResult:
     rewards: np.ndarray
     metrics: dict[str, float] = field(default_factory=dict)
     curve: list[float] = field(default_factory=list)
+    bad_completions: int = 0
+    settings: dict[str, Any] = field(default_factory=dict)
 
 
 def pool_metrics(
     env: TextEnv[Any, Any], tasks: Sequence[Task[Any]], rewards: np.ndarray, *, mode: str, num_weights: int = 100
 ) -> tuple[dict[str, float], list[float]]:
-    """The paper's metrics of candidate pools.
+    """The paper's metrics of candidate pools (`vpo_core.pool`) and the best@k curve.
 
     Args:
         env: The environment.
@@ -85,45 +103,48 @@ def pool_metrics(
         num_weights: Weight draws of E_w[best@k] (100, as in the authors' evaluation; estimators.md §10.4).
 
     Returns:
-        The metrics (mean reward per dimension and of w*, best@k, E_w[best@k], success@k — which is
-        pass@k where success means solving the task, as in LiveCodeBench —, F1@k for envs with an
-        ``answer_f1`` dimension, diversity, collinearity) and the best@k curve for k = 1..n·m.
+        The metrics (mean reward per dimension and of w*, best@k, pass@k, E_w[best@k], best@k of
+        each of ``env.profile.report_dims``, diversity, collinearity) and the best@k curve for
+        k = 1..n·m.
     """
-    n_tasks, n, m, d = rewards.shape
-    names = env.reward_spec.names
-    flat = rewards.reshape(n_tasks, n * m, d)
-    metrics: dict[str, float] = {f"mean_{name}": float(flat[..., i].mean()) for i, name in enumerate(names)}
-    scores = np.stack([env.spec_for(t).scalarize(rewards[i]) for i, t in enumerate(tasks)])  # (T, n, m)
-    success = np.stack([env.is_success(rewards[i], t) for i, t in enumerate(tasks)]).astype(float)  # (T, n, m)
-    metrics["mean_w_star"] = float(scores.mean())
-    size = n * m
-    for k in KS:
-        if k > size:
-            continue
-        if mode == "multi":
-            metrics[f"best@{k}"] = float(np.mean(best_at_k_chains(scores, k)))
-            metrics[f"success@{k}"] = float(np.mean(best_at_k_chains(success, k)))
-            metrics[f"E_w[best@{k}]"] = float(
-                np.mean([expected_best_at_k(r, k, num_weights=num_weights, chains=True) for r in rewards])
-            )
+    pools = list(rewards)
+    metrics = pool_summary(env, tasks, pools, mode=mode, num_weights=num_weights)
+    return metrics, pool_curve(env, tasks, pools, mode=mode)
+
+
+def goal_weights_for_eval(
+    env: TextEnv[Any, Any], tasks: Sequence[Task[Any]], conditioning: str, *, seed: int = 0
+) -> list[np.ndarray]:
+    """The weights a goal-conditioned policy is conditioned on, one vector per task.
+
+    Args:
+        env: The environment.
+        tasks: The tasks.
+        conditioning: ``"w_star"`` (each task's w*) or ``"dirichlet"`` (one Dir(1) draw per task,
+            keyed by ``("eval-goal", task.id)`` and `seed`, so every run and process draws the same
+            weights, and they differ from the training draws).
+        seed: Seed of the Dir(1) draws.
+
+    Returns:
+        T weight vectors, shape (d_t,) each.
+
+    Raises:
+        ValueError: For an unknown conditioning.
+    """
+    if conditioning not in CONDITIONINGS:
+        raise ValueError(f"conditioning must be one of {CONDITIONINGS}, got {conditioning!r}.")
+    out = []
+    for task in tasks:
+        spec = env.spec_for(task)
+        if conditioning == "w_star":
+            out.append(spec.w_star_array)
         else:
-            metrics[f"best@{k}"] = float(np.mean(best_at_k(scores[:, :, 0], k)))
-            metrics[f"success@{k}"] = float(np.mean(best_at_k(success[:, :, 0], k)))
-            metrics[f"E_w[best@{k}]"] = float(
-                np.mean([expected_best_at_k(r[:, 0], k, num_weights=num_weights) for r in rewards])
-            )
-    if "answer_f1" in names:  # MuSiQue's F1@k: best answer F1 among k candidates
-        f1 = rewards[..., names.index("answer_f1")]  # (T, n, m)
-        k = min(30, size)
-        chains_f1 = best_at_k_chains(f1, k) if mode == "multi" else best_at_k(f1[:, :, 0], k)
-        metrics[f"F1@{k}"] = float(np.mean(chains_f1))
-    metrics["diversity"] = reward_diversity(flat)
-    metrics["collinearity"] = collinearity(flat.reshape(-1, d))
-    if mode == "multi":
-        curve = [float(np.mean(best_at_k_chains(scores, k))) for k in range(1, size + 1)]
-    else:
-        curve = best_at_k_curve(scores[:, :, 0]).mean(axis=0).tolist()
-    return metrics, curve
+            out.append(dirichlet_weights(spec.dim, 1, seed=seed, key=("eval-goal", task.id))[0])
+    return out
+
+
+def _log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
 
 
 def evaluate_policy(
@@ -140,54 +161,103 @@ def evaluate_policy(
     seeds: int,
     max_new_tokens: int,
     prompts_per_batch: int = 16,
+    goal_weights: Sequence[np.ndarray] | None = None,
+    progress: Callable[[int], None] | None = None,
+    log: Callable[[str], None] = _log,
 ) -> EvalResult:
     """Sample pools on `tasks` and compute the metrics.
 
+    One bad completion never stops an evaluation: a completion the sampler did not return as text,
+    or one whose scoring raises, counts as an all-zero reward row (counted in ``bad_completions``).
+
     Args:
-        policy: The policy, or any `Sampler` of it (vLLM).
+        policy: Any `Sampler`.
         env: The environment.
         tasks: Tasks to evaluate on.
         name: Label for tables and plots.
         mode: Prompt mode (the policy's training mode).
         m: Candidates per completion.
         samples: Candidates per task and seed (``samples // m`` chains in multi mode).
-        temperature: Sampling temperature (the paper: 0.7).
-        top_p: Nucleus sampling (the paper: 1.0 maze/MuSiQue, 0.95 EUREQA/ToolRL).
+        temperature: Sampling temperature (the env's ``profile.eval.temperature``).
+        top_p: Nucleus sampling (the env's ``profile.eval.top_p``).
         seeds: Evaluation seeds; their pools are concatenated.
         max_new_tokens: Longest completion.
         prompts_per_batch: Prompts sampled together.
+        goal_weights: Per task, shape (d_t,): the goal-conditioning suffix written into its prompt
+            (a goal-conditioned policy; see `goal_weights_for_eval`), or None.
+        progress: Called with the number of tasks done after each batch (e.g. a tqdm bar's ``update``).
+        log: Where the count of bad completions is reported.
 
     Returns:
         The pools and metrics.
     """
+    if goal_weights is not None and len(goal_weights) != len(tasks):
+        raise ValueError(f"goal_weights has {len(goal_weights)} vectors for {len(tasks)} tasks; give one per task.")
     completions_per_task = max(1, samples // m)
-    prompts = [policy.prompt_text(env.render_prompt(t, mode=mode, m=m)) for t in tasks]  # type: ignore[arg-type]
+    prompts = [
+        policy.prompt_text(
+            env.render_prompt(t, mode=mode, m=m, goal_weights=None if goal_weights is None else goal_weights[i])  # type: ignore[arg-type]
+        )
+        for i, t in enumerate(tasks)
+    ]
     pools = np.zeros((len(tasks), completions_per_task * seeds, m, env.reward_spec.dim))
+    bad = 0
+    sampler_bad = int(getattr(policy, "bad_completions", 0) or 0)  # completions a sampler could not get as text
     for seed in range(seeds):
         for start in range(0, len(tasks), prompts_per_batch):
             chunk = prompts[start : start + prompts_per_batch]
-            texts = policy.sample(
-                chunk,
-                num_samples=completions_per_task,
-                max_new_tokens=max_new_tokens,
-                temperature=temperature,
-                top_p=top_p,
-                seed=10_000 * seed + start,
+            texts = list(
+                policy.sample(
+                    chunk,
+                    num_samples=completions_per_task,
+                    max_new_tokens=max_new_tokens,
+                    temperature=temperature,
+                    top_p=top_p,
+                    seed=10_000 * seed + start,
+                )
             )
-            for j, text in enumerate(texts):
+            expected = len(chunk) * completions_per_task
+            if len(texts) != expected:
+                log(f"{name}: the sampler returned {len(texts)} completions for {expected}; missing ones score 0")
+                bad += max(0, expected - len(texts))
+            for j, text in enumerate(texts[:expected]):
                 t = start + j // completions_per_task
                 c = seed * completions_per_task + j % completions_per_task
-                pools[t, c] = env.score(tasks[t], text, mode=mode, m=m)  # type: ignore[arg-type]
+                try:
+                    row = np.asarray(env.score(tasks[t], text, mode=mode, m=m), dtype=np.float64)  # type: ignore[arg-type]
+                    pools[t, c, :, : row.shape[-1]] = row
+                except Exception as exc:  # one bad completion (or env bug) must not stop the evaluation
+                    bad += 1
+                    log(f"{name}: completion {c} of {tasks[t].id} could not be scored ({type(exc).__name__}: {exc})")
+            if progress is not None:
+                progress(len(chunk))
+    bad += int(getattr(policy, "bad_completions", 0) or 0) - sampler_bad
+    if bad:
+        log(f"{name}: {bad} completion(s) were missing or unscorable and count as all-zero reward rows")
     metrics, curve = pool_metrics(env, tasks, pools, mode=mode)
-    return EvalResult(name=name, mode=mode, m=m, rewards=pools, metrics=metrics, curve=curve)
+    settings = {
+        "samples": samples,
+        "seeds": seeds,
+        "temperature": temperature,
+        "top_p": top_p,
+        "max_new_tokens": max_new_tokens,
+    }
+    return EvalResult(
+        name=name, mode=mode, m=m, rewards=pools, metrics=metrics, curve=curve, bad_completions=bad, settings=settings
+    )
 
 
 def markdown_table(results: Sequence[EvalResult]) -> str:
-    """One table in the paper's layout: best@k columns, diversity, E_w[best@k], collinearity."""
-    columns = [c for c in ("best@1", "best@3", "best@5", "best@10", "best@30") if all(c in r.metrics for r in results)]
-    extra = [
+    """One table in the paper's layout: best@k columns, best@30 of report dims, E_w[best@5], pass@5, diversity, ρ̄."""
+    columns = [f"best@{k}" for k in KS if all(f"best@{k}" in r.metrics for r in results)]
+    dims = [
+        f"best@30[{name}]"
+        for name in dict.fromkeys(n for r in results for n in _report_dims(r))
+        if all(f"best@30[{name}]" in r.metrics for r in results)
+    ]
+    extra = dims + [
         c
-        for c in ("E_w[best@5]", "success@5", "diversity", "collinearity", "mean_w_star")
+        for c in ("E_w[best@5]", "pass@5", "diversity", "collinearity", "mean_w_star")
         if all(c in r.metrics for r in results)
     ]
     header = "| checkpoint | mode, m | " + " | ".join(columns + extra) + " |"
@@ -196,3 +266,7 @@ def markdown_table(results: Sequence[EvalResult]) -> str:
         cells = [f"{r.metrics[c]:.3f}" for c in columns + extra]
         lines.append(f"| {r.name} | {r.mode}, {r.m} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def _report_dims(result: EvalResult) -> list[str]:
+    return [key[len("best@30[") : -1] for key in result.metrics if key.startswith("best@30[")]

@@ -11,11 +11,12 @@ machine.
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from vpo_core.adapters.local.policy import chat_prompt, load_tokenizer
+from vpo_core.adapters.local.policy import load_tokenizer
+from vpo_core.adapters.local.samplers import render_chat
 from vpo_core.types import Message
 
 __all__ = ["VllmSampler", "choose_backend", "completion_texts", "sampling_requests"]
@@ -133,6 +134,8 @@ class VllmSampler:
         gpu_memory_utilization: Share of GPU memory vLLM may take.
         seed: vLLM's engine seed (per-request seeds are set by `sample`).
         max_model_len: Longest prompt + completion; default the model's maximum.
+        chat_template_kwargs: Extra variables of the chat template (an env's
+            ``profile.chat_template_kwargs``, e.g. Qwen3's ``enable_thinking=False``).
     """
 
     def __init__(
@@ -143,9 +146,11 @@ class VllmSampler:
         gpu_memory_utilization: float = 0.5,
         seed: int = 0,
         max_model_len: int | None = None,
+        chat_template_kwargs: Mapping[str, Any] | None = None,
     ) -> None:
         from vllm import LLM
 
+        self.chat_template_kwargs = dict(chat_template_kwargs or {})
         self.tokenizer = load_tokenizer(model_dir)
         self.llm = LLM(
             model=str(model_dir),
@@ -157,8 +162,8 @@ class VllmSampler:
         )
 
     def prompt_text(self, messages: Sequence[Message]) -> str:
-        """Chat messages rendered with the tokenizer's template, ending with the assistant header."""
-        return chat_prompt(self.tokenizer, messages)
+        """Chat messages rendered with the tokenizer's template and `chat_template_kwargs`, ending with the assistant header."""
+        return render_chat(self.tokenizer, messages, self.chat_template_kwargs)
 
     def sample(
         self,

@@ -1,0 +1,223 @@
+"""Evaluation sampling from an OpenAI-compatible endpoint (``vllm serve`` of a checkpoint), with the stdlib.
+
+Two APIs:
+
+- ``chat`` (default): ``POST {base_url}/chat/completions`` with the messages; the server renders them
+  with the checkpoint's own chat template, and the env's ``chat_template_kwargs`` travel in the
+  request (vLLM's ``chat_template_kwargs`` extra parameter; Qwen3's ``enable_thinking=False``).
+- ``completions``: ``POST {base_url}/completions`` with prompt text rendered here by a local tokenizer
+  (``tokenizer=``, e.g. the checkpoint directory), exactly as the in-process samplers render it.
+
+Each prompt is one request for its ``n`` completions, with ``temperature``, ``top_p``, ``max_tokens``
+and ``seed`` (``seed + i`` for the i-th prompt, as the vLLM sampler seeds them); requests run
+concurrently (``max_workers``). Transient failures (HTTP 429/5xx, timeouts) are retried with
+back-off; a refused connection, a bad URL or a model the server does not serve fails at once with a
+message naming the fix. A completion the server returns without text counts as the empty string
+(scored like any unparseable completion), so one bad completion never stops an evaluation.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from vpo_core.types import Message
+
+__all__ = ["EndpointError", "OpenAISampler"]
+
+APIS = ("chat", "completions")
+
+
+class EndpointError(RuntimeError):
+    """The endpoint cannot be used; the message names the URL and what to do."""
+
+
+class OpenAISampler:
+    """Samples evaluation pools from an OpenAI-compatible server.
+
+    Args:
+        base_url: The API root, e.g. ``http://127.0.0.1:8000/v1`` (``/v1`` is appended when missing).
+        model: The served model name; default the first model ``GET /models`` lists.
+        api_key: Sent as ``Authorization: Bearer``; ``vllm serve`` without ``--api-key`` accepts any.
+        api: ``"chat"`` or ``"completions"``.
+        tokenizer: A tokenizer (or a model directory holding one) to render prompts locally; needed
+            for ``api="completions"``.
+        chat_template_kwargs: Extra variables of the chat template.
+        timeout_s: Seconds per request.
+        retries: Retries of a transient failure.
+        max_workers: Concurrent requests.
+
+    Raises:
+        EndpointError: For an unknown API, a missing tokenizer, an unreachable server or an unknown model.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        model: str | None = None,
+        api_key: str = "EMPTY",
+        api: str = "chat",
+        tokenizer: Any = None,
+        chat_template_kwargs: Mapping[str, Any] | None = None,
+        timeout_s: float = 600.0,
+        retries: int = 3,
+        max_workers: int = 8,
+    ) -> None:
+        if api not in APIS:
+            raise EndpointError(f"api must be one of {APIS}, got {api!r}.")
+        if not base_url.startswith(("http://", "https://")):
+            raise EndpointError(
+                f"endpoint {base_url!r} is not an http(s) URL; pass e.g. endpoint=http://127.0.0.1:8000/v1."
+            )
+        root = base_url.rstrip("/")
+        self.base_url = root if root.endswith("/v1") else root + "/v1"
+        self.api_key = api_key
+        self.api = api
+        self.chat_template_kwargs = dict(chat_template_kwargs or {})
+        self.timeout_s = timeout_s
+        self.retries = retries
+        self.max_workers = max_workers
+        if api == "completions":
+            if tokenizer is None:
+                raise EndpointError(
+                    "api=completions renders prompts locally: pass tokenizer=<the checkpoint's directory>, or use api=chat."
+                )
+            if not hasattr(tokenizer, "apply_chat_template"):
+                from vpo_core.adapters.local.policy import load_tokenizer
+
+                tokenizer = load_tokenizer(tokenizer)
+        self.tokenizer = tokenizer
+        served = self.models()
+        if model is None:
+            if not served:
+                raise EndpointError(f"{self.base_url}/models lists no model; pass served_model=<name>.")
+            model = served[0]
+        elif served and model not in served:
+            raise EndpointError(f"{self.base_url} does not serve model {model!r}; it serves {served}.")
+        self.model = model
+        self.bad_completions = 0
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------------------- HTTP
+    def _request(self, path: str, payload: dict[str, Any] | None = None) -> Any:
+        url = f"{self.base_url}{path}"
+        data = None if payload is None else json.dumps(payload).encode()
+        headers = {"Authorization": f"Bearer {self.api_key}", "Content-Type": "application/json"}
+        for attempt in range(self.retries + 1):
+            request = urllib.request.Request(url, data=data, headers=headers, method="GET" if data is None else "POST")
+            try:
+                with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
+                    return json.loads(response.read().decode())
+            except urllib.error.HTTPError as exc:
+                body = exc.read().decode(errors="replace")[:500]
+                if exc.code in (429, 500, 502, 503, 504) and attempt < self.retries:
+                    time.sleep(min(2.0**attempt, 30.0))
+                    continue
+                hint = " (check api_key=)" if exc.code in (401, 403) else ""
+                raise EndpointError(f"{url} answered HTTP {exc.code}{hint}: {body}") from None
+            except TimeoutError as exc:
+                if attempt < self.retries:
+                    continue
+                raise EndpointError(
+                    f"{url} did not answer within {self.timeout_s:.0f}s ({exc}); raise timeout_s=."
+                ) from None
+            except urllib.error.URLError as exc:
+                raise EndpointError(
+                    f"cannot reach {url} ({exc.reason}); start the server (`vllm serve <checkpoint> --port 8000`) "
+                    "or pass endpoint=<its base URL, e.g. http://127.0.0.1:8000/v1>."
+                ) from None
+            except json.JSONDecodeError:
+                raise EndpointError(f"{url} did not answer JSON; is endpoint= an OpenAI-compatible API root?") from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def models(self) -> list[str]:
+        """The served model names (``GET /models``)."""
+        answer = self._request("/models")
+        data = answer.get("data") if isinstance(answer, dict) else None
+        if not isinstance(data, list):
+            raise EndpointError(f"{self.base_url}/models did not answer an OpenAI model list; check endpoint=.")
+        return [str(row.get("id")) for row in data if isinstance(row, dict)]
+
+    # ----------------------------------------------------------------------------- Sampler
+    def prompt_text(self, messages: Sequence[Message]) -> str:
+        """The prompt as `sample` takes it: the rendered text (completions API) or the messages as JSON (chat)."""
+        if self.api == "completions":
+            from vpo_core.adapters.local.samplers import render_chat
+
+            return render_chat(self.tokenizer, messages, self.chat_template_kwargs)
+        return json.dumps([dict(m) for m in messages])
+
+    def _payload(self, prompt: str, *, n: int, max_tokens: int, temperature: float, top_p: float, seed: int) -> dict:
+        payload: dict[str, Any] = {
+            "model": self.model,
+            "n": n,
+            "temperature": temperature,
+            "top_p": top_p,
+            "max_tokens": max_tokens,
+            "seed": seed,
+        }
+        if self.api == "chat":
+            payload["messages"] = json.loads(prompt)
+            if self.chat_template_kwargs:
+                payload["chat_template_kwargs"] = self.chat_template_kwargs
+        else:
+            payload["prompt"] = prompt
+        return payload
+
+    def _texts(self, answer: Any, n: int) -> list[str]:
+        choices = answer.get("choices") if isinstance(answer, dict) else None
+        texts = [""] * n
+        if not isinstance(choices, list):
+            choices = []
+        filled: set[int] = set()
+        for position, choice in enumerate(choices):
+            index = choice.get("index", position) if isinstance(choice, dict) else position
+            if not isinstance(index, int) or not 0 <= index < n:
+                continue
+            if self.api == "chat":
+                message = choice.get("message") if isinstance(choice, dict) else None
+                text = message.get("content") if isinstance(message, dict) else None
+            else:
+                text = choice.get("text") if isinstance(choice, dict) else None
+            if isinstance(text, str):
+                texts[index] = text
+                filled.add(index)
+        with self._lock:
+            self.bad_completions += n - len(filled)
+        return texts
+
+    def sample(
+        self,
+        prompts: Sequence[str],
+        *,
+        num_samples: int,
+        max_new_tokens: int,
+        temperature: float,
+        top_p: float = 1.0,
+        seed: int | None = None,
+    ) -> list[str]:
+        """The P·num_samples completion texts (prompt-major); a missing or non-text completion is ``""``."""
+        base = 0 if seed is None else seed
+        path = "/chat/completions" if self.api == "chat" else "/completions"
+
+        def one(i: int) -> list[str]:
+            payload = self._payload(
+                prompts[i],
+                n=num_samples,
+                max_tokens=max_new_tokens,
+                temperature=temperature,
+                top_p=top_p,
+                seed=base + i,
+            )
+            return self._texts(self._request(path, payload), num_samples)
+
+        with ThreadPoolExecutor(max_workers=max(1, min(self.max_workers, len(prompts)))) as pool:
+            results = list(pool.map(one, range(len(prompts))))
+        return [text for texts in results for text in texts]

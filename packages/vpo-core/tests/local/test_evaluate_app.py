@@ -1,0 +1,322 @@
+"""apps/evaluate.py on CPU: profile settings, goal conditionings, thinking off, an OpenAI-compatible endpoint.
+
+The model is a tiny locally built one whose chat template prints ``<|nothink|>`` when the template is
+rendered with ``enable_thinking=False`` (as Qwen3's template switches thinking off), so the rendered
+prompt text shows whether the env's ``chat_template_kwargs`` were applied. The endpoint is a stdlib
+``http.server`` on 127.0.0.1 whose answers the test controls.
+"""
+
+from __future__ import annotations
+
+import json
+import runpy
+import socket
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import vpo_core
+from vpo_core import goal_suffix
+from vpo_core.adapters.local.evaluation import evaluate_policy, goal_weights_for_eval
+from vpo_core.adapters.local.policy import CHAT_TEMPLATE, new_policy
+from vpo_core.adapters.local.samplers import TransformersSampler
+
+ROOT = Path(__file__).resolve().parents[4]
+LCB_DATA = ROOT / "packages" / "env-lcb" / "tests" / "data" / "deepcoder"
+NOTHINK = "<|nothink|>"
+TEMPLATE = CHAT_TEMPLATE + "{% if enable_thinking is defined and enable_thinking is false %}" + NOTHINK + "{% endif %}"
+MAZE = ["env=maze-v1", "env.test_size=2", "env.train_size=2", "progress=false"]
+
+
+def _app():
+    return runpy.run_path(str(ROOT / "apps" / "evaluate.py"), run_name="evaluate_app")["main"]
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    env = vpo_core.make("maze-v1", train_size=4, test_size=2)
+    texts = [env.render_prompt(t, mode="multi", m=3)[0]["content"] for t in env.tasks("train")]
+    texts += [env.reference_completion(t, mode="multi", m=3) for t in env.tasks("train")]
+    policy = new_policy(texts * 3, vocab_size=300, hidden_size=16, layers=1, heads=2, seed=0, max_positions=4096)
+    policy.tokenizer.chat_template = TEMPLATE
+    path = tmp_path_factory.mktemp("model") / "tiny"
+    policy.save(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def goal_run(model_dir, tmp_path_factory):
+    """A run directory of apps/train.py's layout for goal-conditioned GRPO (config + final checkpoint)."""
+    from vpo_core.adapters.local.policy import load_policy
+    from vpo_core.adapters.local.rundir import RunDir
+
+    run = RunDir(tmp_path_factory.mktemp("runs") / "gc")
+    run.write_config({"method": "goal_cond", "env": "maze-v1", "m": 1})
+    load_policy(model_dir).save(run.checkpoint_model)
+    return run.path
+
+
+class Recorder:
+    """Replaces `TransformersSampler.sample`: records every call and answers the given texts."""
+
+    def __init__(self, answer=""):
+        self.calls = []
+        self.answer = answer
+
+    def install(self, monkeypatch):
+        monkeypatch.setattr(TransformersSampler, "sample", lambda sampler, prompts, **kw: self(sampler, prompts, **kw))
+
+    def __call__(self, sampler, prompts, **kwargs):
+        self.calls.append({"prompts": list(prompts), **kwargs})
+        return [self.answer] * (len(prompts) * kwargs["num_samples"])
+
+
+# --------------------------------------------------------------------------- transformers path
+def test_transformers_path_writes_two_goal_rows_outside_results(goal_run, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert _app()([*MAZE, f"checkpoints={goal_run}", "samples=2", "max_new_tokens=6", "name=gc"]) == 0
+    out = tmp_path / "runs" / "eval" / "gc"  # the default: runs/eval/<name>, not the committed results/
+    rows = json.loads((out / "results.json").read_text())
+    assert set(rows) == {"gc (w=w*)", "gc (w=~Dir(1))"}
+    assert rows["gc (w=w*)"]["settings"]["conditioning"] == "w_star"
+    assert rows["gc (w=~Dir(1))"]["settings"]["conditioning"] == "dirichlet"
+    assert rows["gc (w=w*)"]["settings"]["chat_template_kwargs"] == {"enable_thinking": False}
+    assert np.load(out / "pool_gc@w_star.npy").shape == (2, 2, 1, 4)
+    assert np.load(out / "pool_gc@dirichlet.npy").shape == (2, 2, 1, 4)
+    table = (out / "table.md").read_text()
+    assert "| gc (w=w*) | single, 1 |" in table
+    assert "| gc (w=~Dir(1)) | single, 1 |" in table
+    assert (out / "best_at_k.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_prompts_carry_the_goal_suffix_and_thinking_off(goal_run, tmp_path, monkeypatch):
+    recorder = Recorder()
+    recorder.install(monkeypatch)
+    assert _app()([*MAZE, f"checkpoints={goal_run}", f"out={tmp_path}", "conditioning=both"]) == 0
+    env = vpo_core.make("maze-v1", train_size=2, test_size=2)
+    tasks = env.tasks("test")
+    w_star_call, dirichlet_call = recorder.calls
+    dirichlet = goal_weights_for_eval(env, tasks, "dirichlet", seed=0)
+    for i, task in enumerate(tasks):
+        spec = env.spec_for(task)
+        assert goal_suffix(spec, spec.w_star_array) in w_star_call["prompts"][i]
+        assert goal_suffix(spec, dirichlet[i]) in dirichlet_call["prompts"][i]
+        assert w_star_call["prompts"][i].rstrip().endswith(NOTHINK)  # enable_thinking=False reached the template
+    assert not np.allclose(dirichlet[0], dirichlet[1])  # one draw per task
+    # maze's profile: T = 0.7, top-p 1.0, 1024 tokens, 30 samples, 1 seed
+    assert {k: w_star_call[k] for k in ("temperature", "top_p", "max_new_tokens", "num_samples")} == {
+        "temperature": 0.7,
+        "top_p": 1.0,
+        "max_new_tokens": 1024,
+        "num_samples": 30,
+    }
+    recorder.calls.clear()
+    assert _app()([*MAZE, f"checkpoints={goal_run}", f"out={tmp_path}", "conditioning=dirichlet"]) == 0
+    assert len(recorder.calls) == 1
+    assert goal_suffix(env.spec_for(tasks[0]), dirichlet[0]) in recorder.calls[0]["prompts"][0]
+
+
+def test_a_plain_model_is_evaluated_without_suffix_and_needs_its_method(model_dir, tmp_path, monkeypatch):
+    recorder = Recorder()
+    recorder.install(monkeypatch)
+    assert _app()([*MAZE, f"checkpoints={model_dir}", "method=vpo", f"out={tmp_path}"]) == 0
+    (call,) = recorder.calls
+    assert "weights" not in call["prompts"][0].lower()
+    assert call["num_samples"] == 10
+    with pytest.raises(SystemExit, match="plain model directory: pass mode=single"):
+        _app()([*MAZE, f"checkpoints={model_dir}", f"out={tmp_path}"])
+    with pytest.raises(SystemExit, match="unknown option 'temprature'; did you mean temperature"):
+        _app()([*MAZE, f"checkpoints={model_dir}", "temprature=0.5"])
+    with pytest.raises(SystemExit, match="pass checkpoints="):
+        _app()(MAZE)
+
+
+@pytest.mark.skipif(not LCB_DATA.exists(), reason="env-lcb's test data is not in this checkout")
+def test_lcb_profile_reaches_the_sampler_and_options_override_it(model_dir, tmp_path, monkeypatch):
+    recorder = Recorder()
+    recorder.install(monkeypatch)
+    lcb = ["env=lcb-v1", f"env.data_dir={LCB_DATA}", "tasks=1", "progress=false", f"checkpoints={model_dir}"]
+    assert _app()([*lcb, "method=vpo", f"out={tmp_path / 'a'}"]) == 0
+    (call,) = recorder.calls
+    assert (call["temperature"], call["top_p"], call["max_new_tokens"], call["num_samples"]) == (0.8, 1.0, 4096, 10)
+    assert NOTHINK not in call["prompts"][0]  # Qwen2.5-Coder has no thinking switch: no template options
+    recorder.calls.clear()
+    options = ["method=grpo", "temperature=0.5", "top_p=0.9", "max_new_tokens=77", "samples=4", "seeds=2"]
+    assert _app()([*lcb, *options, f"out={tmp_path / 'b'}"]) == 0
+    assert [(c["temperature"], c["top_p"], c["max_new_tokens"], c["num_samples"]) for c in recorder.calls] == [
+        (0.5, 0.9, 77, 4)
+    ] * 2
+    assert [c["seed"] for c in recorder.calls] == [0, 10_000]
+
+
+# -------------------------------------------------------------------------- evaluate_policy
+def test_one_bad_completion_never_stops_an_evaluation():
+    env = vpo_core.make("maze-v1", train_size=2, test_size=2)
+    tasks = env.tasks("test")
+    reference = env.reference_completion(tasks[0])
+
+    class Short:  # returns one completion too few
+        def prompt_text(self, messages):
+            return messages[-1]["content"]
+
+        def sample(self, prompts, *, num_samples, **kwargs):
+            return [reference] * (len(prompts) * num_samples - 1)
+
+    class Broken(type(env)):
+        def score(self, task, completion, **kwargs):
+            if task.index == 1:
+                raise RuntimeError("sandbox died")
+            return super().score(task, completion, **kwargs)
+
+    logged = []
+    result = evaluate_policy(
+        Short(), Broken(train_size=2, test_size=2), tasks, name="x", mode="single", m=1, samples=3,
+        temperature=0.7, top_p=1.0, seeds=1, max_new_tokens=8, log=logged.append,
+    )  # fmt: skip
+    assert result.bad_completions == 1 + 2  # the missing one, and task 1's two that raised
+    np.testing.assert_array_equal(result.rewards[0, 0, 0], env.score(tasks[0], reference)[0])
+    assert not result.rewards[1].any()
+    assert any("sandbox died" in line for line in logged)
+
+
+def test_vllm_sampler_applies_the_template_options(model_dir):
+    from vpo_core.adapters.local.policy import load_tokenizer
+    from vpo_core.adapters.local.vllm_sampler import VllmSampler
+
+    sampler = object.__new__(VllmSampler)  # vLLM itself needs a GPU: only its prompt rendering runs here
+    sampler.tokenizer = load_tokenizer(model_dir)
+    sampler.chat_template_kwargs = {"enable_thinking": False}
+    assert sampler.prompt_text([{"role": "user", "content": "hi"}]).endswith(NOTHINK)
+    sampler.chat_template_kwargs = {}
+    assert NOTHINK not in sampler.prompt_text([{"role": "user", "content": "hi"}])
+
+
+# ---------------------------------------------------------------------------------- endpoint
+class _Server:
+    """An OpenAI-compatible server on 127.0.0.1 whose answers come from `reply(payload) -> choices`."""
+
+    def __init__(self, reply, models=("served-ckpt",)):
+        self.requests = []
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def _send(self, code, body):
+                data = json.dumps(body).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):
+                if self.path == "/v1/models":
+                    self._send(200, {"object": "list", "data": [{"id": m} for m in models]})
+                else:
+                    self._send(404, {"error": "not found"})
+
+            def do_POST(self):
+                payload = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                owner.requests.append((self.path, payload, self.headers.get("Authorization")))
+                self._send(200, {"choices": reply(self.path, payload)})
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def test_endpoint_chat_api_gets_the_settings_and_survives_bad_choices(tmp_path):
+    env = vpo_core.make("maze-v1", train_size=2, test_size=2)
+    tasks = env.tasks("test")
+    references = {t.index: env.reference_completion(t) for t in tasks}
+
+    def reply(path, payload):
+        user = payload["messages"][-1]["content"]
+        index = next(t.index for t in tasks if env.render_prompt(t)[-1]["content"] in user)
+        good = {"index": 0, "message": {"role": "assistant", "content": references[index]}}
+        return [good, {"index": 1, "message": {"role": "assistant", "content": None}}]  # and the third is missing
+
+    server = _Server(reply)
+    try:
+        args = [*MAZE, f"endpoint={server.url}", "method=goal_cond", "samples=3", "api_key=sk-test", f"out={tmp_path}"]
+        assert _app()([*args, "conditioning=w_star", "max_workers=2"]) == 0
+    finally:
+        server.close()
+    assert len(server.requests) == 2  # one request per task for its n completions
+    path, payload, auth = server.requests[0]
+    assert path == "/v1/chat/completions"
+    assert auth == "Bearer sk-test"
+    assert {k: payload[k] for k in ("model", "n", "temperature", "top_p", "max_tokens")} == {
+        "model": "served-ckpt",
+        "n": 3,
+        "temperature": 0.7,
+        "top_p": 1.0,
+        "max_tokens": 1024,
+    }
+    assert payload["chat_template_kwargs"] == {"enable_thinking": False}
+    assert sorted(p["seed"] for _, p, _ in server.requests) == [0, 1]
+    spec = env.spec_for(tasks[0])
+    assert all(goal_suffix(spec, spec.w_star_array) in p["messages"][-1]["content"] for _, p, _ in server.requests)
+    rows = json.loads((tmp_path / "results.json").read_text())
+    row = rows["served-ckpt (w=w*)"]
+    assert row["bad_completions"] == 4  # per task: one null content, one missing choice
+    pool = np.load(tmp_path / "pool_served-ckpt@w_star.npy")
+    for t in tasks:
+        np.testing.assert_array_equal(pool[t.index, 0, 0], env.score(t, references[t.index])[0])
+        assert not pool[t.index, 1:].any()
+    assert row["metrics"]["best@3"] == pytest.approx(
+        np.mean([env.spec_for(t).scalarize(env.score(t, references[t.index]))[0] for t in tasks])
+    )
+
+
+def test_endpoint_completions_api_renders_with_the_local_tokenizer(model_dir, tmp_path):
+    server = _Server(lambda path, payload: [{"index": i, "text": "junk"} for i in range(payload["n"])])
+    try:
+        args = [*MAZE, f"endpoint={server.url}", "method=grpo", "samples=2", "api=completions", f"out={tmp_path}"]
+        with pytest.raises(SystemExit, match="pass tokenizer="):
+            _app()(args)
+        assert _app()([*args, f"tokenizer={model_dir}", "served_model=served-ckpt"]) == 0
+        with pytest.raises(SystemExit, match="does not serve model 'other'"):
+            _app()([*args, f"tokenizer={model_dir}", "served_model=other"])
+    finally:
+        server.close()
+    path, payload, _ = server.requests[0]
+    assert path == "/v1/completions"
+    assert payload["prompt"].rstrip().endswith(NOTHINK)
+    assert json.loads((tmp_path / "results.json").read_text())["served-ckpt"]["bad_completions"] == 0
+
+
+def test_refused_connection_and_bad_endpoint_give_clear_errors(tmp_path):
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    base = [*MAZE, "method=grpo", f"out={tmp_path}"]
+    with pytest.raises(SystemExit, match=r"cannot reach http://127.0.0.1:\d+/v1/models .*vllm serve"):
+        _app()([*base, f"endpoint=http://127.0.0.1:{port}"])
+    with pytest.raises(SystemExit, match="not an http"):
+        _app()([*base, "endpoint=127.0.0.1:8000"])
+    with pytest.raises(SystemExit, match="not both"):
+        _app()([*base, "endpoint=http://127.0.0.1:1/v1", "checkpoints=x"])
+
+
+def test_endpoint_server_errors_name_the_status(tmp_path):
+    from vpo_core.adapters.local.openai_sampler import EndpointError, OpenAISampler
+
+    server = _Server(lambda path, payload: None)
+    try:
+        sampler = OpenAISampler(server.url, retries=0)
+        assert sampler.model == "served-ckpt"
+        sampler.base_url = server.url.replace("/v1", "/nope")
+        with pytest.raises(EndpointError, match="HTTP 404"):
+            sampler.models()
+    finally:
+        server.close()
