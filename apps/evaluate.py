@@ -74,6 +74,9 @@ class EvalConfig:
     max_new_tokens: int | None = option(
         None, "token budget per completion (default: env.profile.eval for the mode and m)"
     )
+    ks: list[int] | None = option(  # noqa: RUF009 - option() is dataclasses.field with a help text
+        None, "k of best@k, pass@k and E_w[best@k], e.g. ks=[3,6] (the goal-conditioned table); default 1,3,5,10,30"
+    )
     conditioning: str = option("both", "goal-conditioned checkpoints: both, w_star or dirichlet (w ~ Dir(1) per task)")
     goal_seed: int = option(0, "seed of the per-task Dir(1) goal weights")
     batch: int = option(16, "prompts sampled together")
@@ -99,6 +102,8 @@ class EvalConfig:
             value = getattr(self, key)
             if value is not None and value < 1:
                 raise ValueError(f"{key} must be >= 1, got {value}.")
+        if self.ks is not None and (not self.ks or min(self.ks) < 1):
+            raise ValueError(f"ks must be a non-empty list of k >= 1, got {self.ks}.")
         if self.batch < 1 or self.max_workers < 1:
             raise ValueError("batch and max_workers must be >= 1.")
 
@@ -252,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     import numpy as np
 
     import vpo_core
-    from vpo_core.adapters.local.evaluation import evaluate_policy, goal_weights_for_eval, markdown_table
+    from vpo_core.adapters.local.evaluation import KS, evaluate_policy, goal_weights_for_eval, markdown_table
     from vpo_core.adapters.local.plots import plot_best_at_k
     from vpo_core.adapters.local.vllm_sampler import choose_backend
 
@@ -275,6 +280,7 @@ def main(argv: list[str] | None = None) -> int:
         tasks = tasks[: config.tasks]
     out = _out_dir(config)
     out.mkdir(parents=True, exist_ok=True)
+    ks = tuple(config.ks) if config.ks else KS
     results = []
     for target in targets:
         sampler = _sampler(target, config, env, backend)
@@ -315,6 +321,7 @@ def main(argv: list[str] | None = None) -> int:
                     prompts_per_batch=config.batch,
                     goal_weights=weights,
                     progress=bar.update,
+                    ks=ks,
                 )
             except Exception as exc:
                 from vpo_core.adapters.local.openai_sampler import EndpointError
@@ -333,7 +340,7 @@ def main(argv: list[str] | None = None) -> int:
                 file=f"pool_{_slug(target.label if conditioning is None else f'{target.label}@{conditioning}')}.npy",
             )
             results.append(result)
-    table = markdown_table(results)
+    table = markdown_table(results, ks=ks, ew_ks=ks if config.ks else (5,))
     (out / "table.md").write_text(table + "\n")
     payload = {
         r.name: {

@@ -77,7 +77,7 @@ class Recorder:
 # --------------------------------------------------------------------------- transformers path
 def test_transformers_path_writes_two_goal_rows_outside_results(goal_run, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    assert _app()([*MAZE, f"checkpoints={goal_run}", "samples=2", "max_new_tokens=6", "name=gc"]) == 0
+    assert _app()([*MAZE, f"checkpoints={goal_run}", "samples=2", "max_new_tokens=6", "name=gc", "ks=[1,2]"]) == 0
     out = tmp_path / "runs" / "eval" / "gc"  # the default: runs/eval/<name>, not the committed results/
     rows = json.loads((out / "results.json").read_text())
     assert set(rows) == {"gc (w=w*)", "gc (w=~Dir(1))"}
@@ -89,6 +89,8 @@ def test_transformers_path_writes_two_goal_rows_outside_results(goal_run, tmp_pa
     table = (out / "table.md").read_text()
     assert "| gc (w=w*) | single, 1 |" in table
     assert "| gc (w=~Dir(1)) | single, 1 |" in table
+    assert table.splitlines()[0].startswith("| checkpoint | mode, m | best@1 | best@2 | E_w[best@1] | E_w[best@2] |")
+    assert set(rows["gc (w=w*)"]["metrics"]) >= {"best@2", "pass@2", "E_w[best@2]"}
     assert (out / "best_at_k.png").read_bytes()[:4] == b"\x89PNG"
 
 

@@ -91,7 +91,13 @@ class EvalResult:
 
 
 def pool_metrics(
-    env: TextEnv[Any, Any], tasks: Sequence[Task[Any]], rewards: np.ndarray, *, mode: str, num_weights: int = 100
+    env: TextEnv[Any, Any],
+    tasks: Sequence[Task[Any]],
+    rewards: np.ndarray,
+    *,
+    mode: str,
+    num_weights: int = 100,
+    ks: Sequence[int] = KS,
 ) -> tuple[dict[str, float], list[float]]:
     """The paper's metrics of candidate pools (`vpo_core.pool`) and the best@k curve.
 
@@ -101,6 +107,8 @@ def pool_metrics(
         rewards: Pools, shape (T, n, m, d): n completions of m candidates per task.
         mode: ``"multi"`` uses the chain estimator.
         num_weights: Weight draws of E_w[best@k] (100, as in the authors' evaluation; estimators.md §10.4).
+        ks: The k of best@k, pass@k and E_w[best@k] (the paper's tables: 1, 3, 5, 10, 30; its
+            goal-conditioned table: 3, 6).
 
     Returns:
         The metrics (mean reward per dimension and of w*, best@k, pass@k, E_w[best@k], best@k of
@@ -108,7 +116,7 @@ def pool_metrics(
         k = 1..n·m.
     """
     pools = list(rewards)
-    metrics = pool_summary(env, tasks, pools, mode=mode, num_weights=num_weights)
+    metrics = pool_summary(env, tasks, pools, mode=mode, num_weights=num_weights, ks=ks)
     return metrics, pool_curve(env, tasks, pools, mode=mode)
 
 
@@ -164,6 +172,7 @@ def evaluate_policy(
     goal_weights: Sequence[np.ndarray] | None = None,
     progress: Callable[[int], None] | None = None,
     log: Callable[[str], None] = _log,
+    ks: Sequence[int] = KS,
 ) -> EvalResult:
     """Sample pools on `tasks` and compute the metrics.
 
@@ -187,6 +196,7 @@ def evaluate_policy(
             (a goal-conditioned policy; see `goal_weights_for_eval`), or None.
         progress: Called with the number of tasks done after each batch (e.g. a tqdm bar's ``update``).
         log: Where the count of bad completions is reported.
+        ks: The k of the metrics (see `pool_metrics`).
 
     Returns:
         The pools and metrics.
@@ -234,7 +244,7 @@ def evaluate_policy(
     bad += int(getattr(policy, "bad_completions", 0) or 0) - sampler_bad
     if bad:
         log(f"{name}: {bad} completion(s) were missing or unscorable and count as all-zero reward rows")
-    metrics, curve = pool_metrics(env, tasks, pools, mode=mode)
+    metrics, curve = pool_metrics(env, tasks, pools, mode=mode, ks=ks)
     settings = {
         "samples": samples,
         "seeds": seeds,
@@ -247,19 +257,20 @@ def evaluate_policy(
     )
 
 
-def markdown_table(results: Sequence[EvalResult]) -> str:
-    """One table in the paper's layout: best@k columns, best@30 of report dims, E_w[best@5], pass@5, diversity, ρ̄."""
-    columns = [f"best@{k}" for k in KS if all(f"best@{k}" in r.metrics for r in results)]
+def markdown_table(results: Sequence[EvalResult], *, ks: Sequence[int] = KS, ew_ks: Sequence[int] = (5,)) -> str:
+    """One table in the paper's layout.
+
+    Columns: best@k for `ks`, best@30 of each report dimension, E_w[best@k] for `ew_ks`, pass@5,
+    diversity, collinearity ρ̄ and the mean w*-reward; a column is shown when every row has it.
+    """
+    columns = [f"best@{k}" for k in ks if all(f"best@{k}" in r.metrics for r in results)]
     dims = [
         f"best@30[{name}]"
         for name in dict.fromkeys(n for r in results for n in _report_dims(r))
         if all(f"best@30[{name}]" in r.metrics for r in results)
     ]
-    extra = dims + [
-        c
-        for c in ("E_w[best@5]", "pass@5", "diversity", "collinearity", "mean_w_star")
-        if all(c in r.metrics for r in results)
-    ]
+    wanted = [f"E_w[best@{k}]" for k in ew_ks] + ["pass@5", "diversity", "collinearity", "mean_w_star"]
+    extra = dims + [c for c in wanted if all(c in r.metrics for r in results)]
     header = "| checkpoint | mode, m | " + " | ".join(columns + extra) + " |"
     lines = [header, "|" + "---|" * (2 + len(columns) + len(extra))]
     for r in results:
