@@ -5,7 +5,14 @@
     env-maze score --split test --completions completions.jsonl --mode multi --m 3
 
 A completions file is JSON lines ``{"index": <task index>, "completion": "<text>"}``; several
-lines per index form that task's pool (iid samples in single mode, chains in multi mode).
+lines per index form that task's pool (iid samples in single mode, chains in multi mode). ``score``
+reports the paper's pool metrics with the same code as ``apps/evaluate.py`` (`vpo_core.pool`):
+best@k, pass@k, E_w[best@k], best@k of the env's ``profile.report_dims``, diversity and ρ̄.
+
+This command line keeps argparse rather than the apps' config layer (`vpo_core.cli_config`): an env
+package depends on vpo-core's numpy-only base install, and the config layer needs OmegaConf, which
+only the ``local`` extra installs; the subcommands and ``--flag`` syntax are also the env packages'
+published interface.
 """
 
 from __future__ import annotations
