@@ -62,7 +62,7 @@ class EvalConfig:
     )
     tokenizer: str | None = option(None, "tokenizer directory for api=completions (the checkpoint's)")
     request_timeout_s: float = option(600.0, "seconds per endpoint request")
-    max_workers: int = option(8, "concurrent endpoint requests")
+    max_workers: int = option(32, "concurrent endpoint requests (prompts sent together: the larger of this and batch=)")
     method: str | None = option(None, "the method of an HF model dir or endpoint (gives mode, m and goal conditioning)")
     mode: str | None = option(None, "prompt mode of an HF model dir or endpoint without method= (single or multi)")
     m: int | None = option(None, "answers per completion (default: the method's, or 3 in multi mode)")
@@ -318,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
                     top_p=settings["top_p"],
                     seeds=settings["seeds"],
                     max_new_tokens=settings["max_new_tokens"],
-                    prompts_per_batch=config.batch,
+                    prompts_per_batch=max(config.batch, config.max_workers) if config.endpoint else config.batch,
                     goal_weights=weights,
                     progress=bar.update,
                     ks=ks,

@@ -293,6 +293,7 @@ def test_endpoint_completions_api_renders_with_the_local_tokenizer(model_dir, tm
         server.close()
     path, payload, _ = server.requests[0]
     assert path == "/v1/completions"
+    assert payload["add_special_tokens"] is False
     assert payload["prompt"].rstrip().endswith(NOTHINK)
     assert json.loads((tmp_path / "results.json").read_text())["served-ckpt"]["bad_completions"] == 0
 

@@ -169,6 +169,9 @@ class OpenAISampler:
                 payload["chat_template_kwargs"] = self.chat_template_kwargs
         else:
             payload["prompt"] = prompt
+            # the text already holds the template's special tokens, tokenized as the in-process samplers
+            # do (add_special_tokens=False); a vLLM extra parameter
+            payload["add_special_tokens"] = False
         return payload
 
     def _texts(self, answer: Any, n: int) -> list[str]:
