@@ -396,14 +396,40 @@ class _Broker:
         return True, ""
 
     # ----------------------------------------------------------------------- children
-    def _spawn(self, kind, job, fds):
+    def _run_child(self, kind, job, fds):
+        """Have the zygote clone a child with these fds and reap it: (pid, timed out, status, rusage) or None.
+
+        The broker does not wait for the zygote's pid reply before blocking in wait4: the reply is
+        read after the child exits, or by the deadline handler (one scheduler wake-up less per test).
+        """
         message = CONTROL.pack(kind, job["cpu_s"], job["mem_bytes"], job["out_bytes"])
         try:
             socket.send_fds(self.control, [message], fds)
-            reply = self.control.recv(4)
         except OSError:
-            return -1
-        return struct.unpack("=i", reply)[0] if len(reply) == 4 else -1
+            return None
+        replies = []
+
+        def child_pid():
+            if not replies:
+                reply = self.control.recv(4)
+                replies.append(struct.unpack("=i", reply)[0] if len(reply) == 4 else -1)
+            return replies[0]
+
+        _DEADLINE["pid"], _DEADLINE["fired"] = child_pid, False
+        if signal.getsignal(signal.SIGALRM) is not _on_alarm:
+            signal.signal(signal.SIGALRM, _on_alarm)
+        signal.setitimer(signal.ITIMER_REAL, job["wall_s"])
+        try:
+            reaped, status, usage = os.wait4(-1, 0)  # retried after the handler runs (PEP 475)
+            pid = child_pid()
+        except (ChildProcessError, OSError):
+            return None
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        if pid <= 0 or reaped != pid:  # the zygote died or did not clone
+            return None
+        _kill_group(pid)  # anything left in its process group
+        return pid, _DEADLINE["fired"], status, usage
 
     @staticmethod
     def _memfd(data=b"", seal=False):
@@ -418,11 +444,10 @@ class _Broker:
         header = marshal.dumps((job["mode"], job["fn_name"], job["code"]))
         fds = [self._memfd(header), self._memfd(seal=True), self._memfd(), self._memfd(seal=True)]
         try:
-            pid = self._spawn(COMPILE, job, fds)
-            if pid <= 0:
+            done = self._run_child(COMPILE, job, fds)
+            if done is None:
                 return None, "infra"
-            timed_out, status, _ = _wait_with_deadline(pid, job["wall_s"])
-            _kill_group(pid)
+            _, timed_out, status, _ = done
             if os.pread(fds[3], 1, 0) != b"R":
                 return None, "infra"
             if timed_out or not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
@@ -441,12 +466,11 @@ class _Broker:
         fds += [self._memfd(), self._memfd(), self._memfd(), self._memfd(seal=True)]
         try:
             start = time.monotonic()
-            pid = self._spawn(TEST, job, fds)
-            if pid <= 0:
-                return None, b""
-            timed_out, status, usage = _wait_with_deadline(pid, job["wall_s"])
+            done = self._run_child(TEST, job, fds)
             wall = time.monotonic() - start
-            _kill_group(pid)
+            if done is None:
+                return None, b""
+            _, timed_out, status, usage = done
             sizes = [os.fstat(fd).st_size for fd in fds[2:5]]
             stdout = _read_fd(fds[2]) if sizes[0] < out_cap else b""
             result = _read_fd(fds[4]) if sizes[2] < out_cap else b""
@@ -527,25 +551,15 @@ def _kill_group(pid):
             os.kill(target, signal.SIGKILL)
 
 
-_DEADLINE = {"pid": 0, "fired": False}  # the child the broker's SIGALRM handler kills
+_DEADLINE = {"pid": None, "fired": False}  # how the broker's SIGALRM handler finds the running child
 
 
 def _on_alarm(signum, frame):
     _DEADLINE["fired"] = True
-    _kill_group(_DEADLINE["pid"])
-
-
-def _wait_with_deadline(pid, seconds):
-    """Block in wait4 until the child exits; an interval timer kills its process group at the deadline."""
-    _DEADLINE["pid"], _DEADLINE["fired"] = pid, False
-    if signal.getsignal(signal.SIGALRM) is not _on_alarm:
-        signal.signal(signal.SIGALRM, _on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        _, status, usage = os.wait4(pid, 0)  # retried after the handler runs (PEP 475)
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-    return _DEADLINE["fired"], status, usage
+    pid = _DEADLINE["pid"]()  # the zygote's reply: sent right after the clone
+    if pid <= 0:
+        raise ChildProcessError("the zygote did not clone")
+    _kill_group(pid)
 
 
 def _wipe(root, mode, budget=1_000_000):
