@@ -6,18 +6,19 @@ Trust boundary
 ==============
 Three kinds of process live in one worker sandbox (one uid, one pid namespace):
 
-* the **broker** (this process's main loop): reads jobs from the host (program, mode, test
-  *inputs*, limits; never expected outputs), writes per-test records back, owns every
-  descriptor of the job. It never runs untrusted code.
+* the **broker** (this process's main loop; pid 1 of the sandbox, ``bwrap --as-pid-1``): reads
+  jobs from the host (program, mode, test *inputs*, limits; never expected outputs), writes
+  per-test records back, owns every descriptor of the job. It never runs untrusted code.
 * the **zygote**: forked from the broker at start-up, *before any job exists*. It holds the
-  LiveCodeBench preamble and the prebuilt seccomp filter and nothing else. On a command it forks a
-  child; the command carries only numeric limits and, as SCM_RIGHTS descriptors, the child's
+  LiveCodeBench preamble, the prebuilt seccomp filters and nothing else, and runs under the
+  large filter itself. On a command it clones a child; the command carries only numeric limits and, as SCM_RIGHTS descriptors, the child's
   memfds, which the zygote passes on unread and closes. It never sees a program, an input, an
   output, an exit status or a CPU time, so its memory (frames, heap, freed blocks) holds no data.
 * **children** (one per compile and one per test): ``clone(CLONE_PARENT)`` of the zygote, so the
   broker is their parent and reaps them (exit status, CPU time from ``wait4``). A child reads its
   own program (a sealed, write-protected memfd of the marshalled code) and its own stdin memfd,
-  then in trusted harness code: new process group, rlimits, seccomp, a sealed "ready" mark, and
+  then in trusted harness code: new process group, rlimits, a small stacked seccomp filter (no
+  clone but threads, no setpgid) on the zygote's, a sealed "ready" mark, and
   every descriptor but 0/1/2 and its result memfd (3) closed. Only then does untrusted code run.
 
 What untrusted code can see and touch, and why each attack class of issue 11 is closed:
@@ -38,10 +39,11 @@ What untrusted code can see and touch, and why each attack class of issue 11 is 
    ``SIOCSPGRP``/``TIOCSTI``/``TIOCSPGRP``, every signal-sending call, and the chmod/chown/xattr
    families; ``/proc`` is mounted read-only (no ``oom_score_adj``, ``autogroup``... of another
    process). The scratch wipe after each test restores permissions (the broker owns every file)
-   and walks without recursion or symlinks; after every test the broker compares its own and the
-   zygote's rlimits, priority, affinity and scheduler with their start-up values. Any failure is
+   and walks without recursion or symlinks; after the compile and at the end of every job the
+   broker compares its own and the zygote's rlimits, priority, affinity and scheduler with their
+   start-up values. Any failure is
    reported as "unhealthy": the host replaces the worker and runs the remaining tests elsewhere.
-5. State outliving a test: ``/dev`` (with ``/dev/shm``) is read-only; the scratch ``/tmp`` is a
+5. State outliving a test: ``/``, ``/proc`` and ``/dev`` (with ``/dev/shm``) are read-only; the scratch ``/tmp`` is a
    size-capped tmpfs wiped after every test; SysV IPC, POSIX message queues and ``memfd_create``
    are denied, so nothing a test creates survives it and parked memory is bounded by the scratch
    cap plus its output memfds (each capped by RLIMIT_FSIZE), all freed when the test ends.
