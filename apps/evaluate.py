@@ -84,7 +84,7 @@ class EvalConfig:
     out: str | None = option(None, "output directory (default runs/eval/<name or UTC time>)")
     device: str = option("cpu", "device of the transformers backend (cpu, cuda)")
     backend: str = option("auto", "auto, transformers or vllm (ignored with endpoint=)")
-    gpu_memory_utilization: float = option(0.85, "share of GPU memory vLLM may take")
+    gpu_memory_utilization: float = option(0.5, "share of GPU memory vLLM may take")
     progress: bool = option(True, "show a progress bar per evaluated row")
 
     def __post_init__(self) -> None:
@@ -215,6 +215,18 @@ def _sampler(target: Target, config: EvalConfig, env: Any, backend: str) -> Any:
     return TransformersSampler(policy, template_kwargs)
 
 
+def _release_memory() -> None:
+    """Collect a dropped sampler's model and return cached GPU memory (vLLM's engine holds it)."""
+    import gc
+
+    gc.collect()
+    if "torch" in sys.modules:
+        import torch
+
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+
+
 def settings_for(target: Target, config: EvalConfig, env: Any) -> dict[str, Any]:
     """The sampling settings of a target: the env profile's final evaluation, overridden by options."""
     profile = env.profile
@@ -340,6 +352,8 @@ def main(argv: list[str] | None = None) -> int:
                 file=f"pool_{_slug(target.label if conditioning is None else f'{target.label}@{conditioning}')}.npy",
             )
             results.append(result)
+        del sampler  # the last reference: free its model before the next checkpoint's is loaded
+        _release_memory()
     table = markdown_table(results, ks=ks, ew_ks=ks if config.ks else (5,))
     (out / "table.md").write_text(table + "\n")
     payload = {
