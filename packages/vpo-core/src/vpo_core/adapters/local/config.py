@@ -61,7 +61,10 @@ class TrainConfig:
 
     The defaults are the embedded default run (maze, VPO, a small locally built model, CPU, well
     under 10 minutes on 2 cores). They differ from the paper's 4B-model recipe where a tiny model
-    needs it: a larger learning rate (1e-4 vs 1e-6) and far fewer prompts per step (8 vs 128).
+    needs it: a larger learning rate (1e-4 vs 1e-6) and far fewer prompts per step (8 vs 128). The
+    warm-up (300 steps x 16 demonstrations from ``env.demonstration``; maze's default demonstrations
+    are random valid routes) teaches the format and valid-looking answers, not a solver: on seed 0 the
+    test mean w*-reward went 0.145 (warm start) -> 0.305 after the 50 RL steps.
     Sampling settings left at None come from the env's profile (``env.profile``).
     """
 
@@ -79,8 +82,8 @@ class TrainConfig:
     sample_threads: int = option(1, "torch CPU threads while sampling (a small model samples fastest on one)")
     logger: str = option("console", f"experiment trackers, comma-separated: {', '.join(LOGGERS)}")
     # warm-up (supervised) on the env's demonstrations, for the default model
-    warmup_steps: int = option(500, "supervised warm-up steps on env.demonstration(...) (default model only)")
-    warmup_batch: int = option(32, "warm-up batch size (examples)")
+    warmup_steps: int = option(300, "supervised warm-up steps on env.demonstration(...) (default model only)")
+    warmup_batch: int = option(16, "warm-up batch size (examples)")
     warmup_lr: float = option(2e-3, "warm-up learning rate (AdamW, linear warm-up and decay)")
     # RL (the paper's loss: PPO-clip 0.2, dual clip 3.0, token-mean, low_var_kl 1e-3, AdamW, clip 1.0)
     steps: int = option(50, "RL steps (0: warm up, save init_model and stop, e.g. to share a warm start)")
