@@ -16,7 +16,7 @@ temperature, top-p, the token budget of the mode and m; ``eval_samples`` candida
 overrides the profile. A goal-conditioned method (goal-conditioned GRPO) is evaluated twice,
 conditioned on w* and on one w ~ Dir(1) per task (conditioning=), reported as two rows.
 backend=auto samples with vLLM when it is installed and a CUDA GPU is present, else with
-transformers on device=.
+transformers on device= (auto: cuda when available).
 
 Writes table.md, results.json (metrics, curve and settings per row), pool_<row>.npy (rewards,
 shape (tasks, completions, m, d); pool_<label>@w_star.npy and @dirichlet for goal-conditioned
@@ -82,7 +82,7 @@ class EvalConfig:
     batch: int = option(16, "prompts sampled together")
     name: str | None = option(None, "name of this evaluation (out= defaults to runs/eval/<name>)")
     out: str | None = option(None, "output directory (default runs/eval/<name or UTC time>)")
-    device: str = option("cpu", "device of the transformers backend (cpu, cuda)")
+    device: str = option("auto", "device of the in-process model: auto (cuda when available), cpu or cuda")
     backend: str = option("auto", "auto, transformers or vllm (ignored with endpoint=)")
     gpu_memory_utilization: float = option(0.5, "share of GPU memory vLLM may take")
     progress: bool = option(True, "show a progress bar per evaluated row")
@@ -128,7 +128,7 @@ def _method_target(label: str, model_dir: Path | None, config: EvalConfig) -> Ta
             method = get_method(config.method)
             m = method.resolve_m(config.m)
         except (KeyError, ValueError) as exc:
-            raise SystemExit(str(exc).strip("'\"")) from None
+            raise SystemExit(str(exc.args[0] if exc.args else exc)) from None
         if config.mode is not None and config.mode != method.mode:
             raise SystemExit(f"method={config.method} prompts in {method.mode} mode; drop mode={config.mode}.")
         return Target(label, model_dir, method.mode, m, method.goal_prompt)
@@ -164,7 +164,7 @@ def resolve(text: str, config: EvalConfig) -> Target:
             model_dir = run.model_dir("init" if use_init else "final")
             method = get_method(saved["method"])
         except (RunDirError, KeyError) as exc:
-            raise SystemExit(str(exc).strip("'\"")) from None
+            raise SystemExit(str(exc.args[0] if exc.args else exc)) from None
         label = f"{path.name}{'@init' if use_init else ''}"
         return Target(label, model_dir, method.mode, method.resolve_m(saved.get("m")), method.goal_prompt)
     if use_init:
@@ -275,6 +275,10 @@ def main(argv: list[str] | None = None) -> int:
 
     backend = "openai"
     if not config.endpoint:
+        if config.device == "auto":
+            import torch
+
+            config.device = "cuda" if torch.cuda.is_available() else "cpu"
         try:
             backend = choose_backend(config.backend, config.device)
         except ValueError as error:
@@ -286,7 +290,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         env = vpo_core.make(config.env, **config.env_options)
     except (KeyError, ValueError, TypeError) as exc:
-        raise SystemExit(f"error: env {config.env!r}: {exc}") from None
+        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        raise SystemExit(f"error: env {config.env!r}: {message}") from None
     tasks = list(env.tasks("test"))
     if config.tasks is not None:
         tasks = tasks[: config.tasks]
