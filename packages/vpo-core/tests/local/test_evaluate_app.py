@@ -173,11 +173,12 @@ def test_one_bad_completion_never_stops_an_evaluation():
                 raise RuntimeError("sandbox died")
             return super().score(task, completion, **kwargs)
 
-    logged = []
+    logged, done = [], []
     result = evaluate_policy(
         Short(), Broken(train_size=2, test_size=2), tasks, name="x", mode="single", m=1, samples=3,
-        temperature=0.7, top_p=1.0, seeds=1, max_new_tokens=8, log=logged.append,
+        temperature=0.7, top_p=1.0, seeds=1, max_new_tokens=8, log=logged.append, progress=done.append,
     )  # fmt: skip
+    assert sum(done) == len(tasks)  # the progress bar advances by tasks
     assert result.bad_completions == 1 + 2  # the missing one, and task 1's two that raised
     np.testing.assert_array_equal(result.rewards[0, 0, 0], env.score(tasks[0], reference)[0])
     assert not result.rewards[1].any()
@@ -200,8 +201,9 @@ def test_vllm_sampler_applies_the_template_options(model_dir):
 class _Server:
     """An OpenAI-compatible server on 127.0.0.1 whose answers come from `reply(payload) -> choices`."""
 
-    def __init__(self, reply, models=("served-ckpt",)):
+    def __init__(self, reply, models=("served-ckpt",), failures=0):
         self.requests = []
+        self.failures = failures  # answer HTTP 503 to this many POSTs first
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -225,6 +227,10 @@ class _Server:
             def do_POST(self):
                 payload = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 owner.requests.append((self.path, payload, self.headers.get("Authorization")))
+                if owner.failures > 0:
+                    owner.failures -= 1
+                    self._send(503, {"error": "busy"})
+                    return
                 self._send(200, {"choices": reply(self.path, payload)})
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -321,5 +327,21 @@ def test_endpoint_server_errors_name_the_status(tmp_path):
         sampler.base_url = server.url.replace("/v1", "/nope")
         with pytest.raises(EndpointError, match="HTTP 404"):
             sampler.models()
+    finally:
+        server.close()
+
+
+def test_endpoint_retries_a_busy_server():
+    from vpo_core.adapters.local.openai_sampler import EndpointError, OpenAISampler
+
+    server = _Server(lambda path, payload: [{"index": 0, "message": {"content": "ok"}}], failures=1)
+    try:
+        sampler = OpenAISampler(server.url, retries=1)
+        sampler_texts = sampler.sample(["[]"], num_samples=1, max_new_tokens=4, temperature=0.7)
+        assert sampler_texts == ["ok"]
+        assert len(server.requests) == 2  # the 503, then the retry
+        server.failures = 5
+        with pytest.raises(EndpointError, match="HTTP 503"):
+            OpenAISampler(server.url, retries=0).sample(["[]"], num_samples=1, max_new_tokens=4, temperature=0.7)
     finally:
         server.close()
