@@ -10,6 +10,9 @@
 # optionally writes one JSON line: ref, wall seconds, the run's own phase timings (where its report
 # has them: report.json "phase_seconds") and whether the trained model beat the warm start.
 #
+# BENCH_ARGS="key=value ..." adds arguments (for a quick check of the script itself, e.g.
+# BENCH_ARGS="warmup_steps=2 steps=1 eval_tasks=2"); the benchmark proper uses none.
+#
 # Old against new, interleaved on a quiet machine, e.g.:
 #   for i in 1 2; do for ref in 0cf79ee HEAD; do benchmarks/bench_default_run.sh $ref; done; done
 set -euo pipefail
@@ -26,7 +29,7 @@ else
 fi
 paths="$(ls -d "$src"/packages/*/src | tr '\n' ':')"
 start=$(date +%s.%N)
-(cd "$work" && PYTHONPATH="$paths" "$repo/.venv/bin/python" "$src/apps/train.py" out="$work/run" >"$work/stdout.txt" 2>"$work/stderr.txt") || {
+(cd "$work" && PYTHONPATH="$paths" "$repo/.venv/bin/python" "$src/apps/train.py" ${BENCH_ARGS:-} out="$work/run" >"$work/stdout.txt" 2>"$work/stderr.txt") || {
   tail -20 "$work/stderr.txt" >&2
   exit 1
 }
