@@ -3,6 +3,7 @@ import json
 import numpy as np
 import pytest
 
+import vpo_core
 from vpo_core.adapters.local.experiment import ExperimentConfig, plan
 from vpo_core.adapters.local.experiment_report import per_task_metrics, summarise, write_report
 from vpo_core.metrics import best_at_k, best_at_k_chains
@@ -44,14 +45,16 @@ def test_bad_method_is_refused():
 
 
 def test_per_task_metrics_match_the_core_estimators():
+    env = vpo_core.make("maze-v1")
     rng = np.random.default_rng(0)
-    w = np.full(4, 0.25)
+    w = np.asarray(env.reward_spec.w_star)
     multi = rng.random((5, 4, 3, 4))
-    out = per_task_metrics(multi, w, mode="multi", num_weights=10)
+    out = per_task_metrics(env, multi, mode="multi")
     np.testing.assert_allclose(out["best@5"], best_at_k_chains(multi @ w, 5))
+    np.testing.assert_allclose(out["curve"][:, 4], out["best@5"])
     np.testing.assert_allclose(out["mean_w_star"], (multi @ w).reshape(5, -1).mean(axis=1))
     single = rng.random((5, 12, 1, 4))
-    out = per_task_metrics(single, w, mode="single", num_weights=10)
+    out = per_task_metrics(env, single, mode="single")
     np.testing.assert_allclose(out["best@10"], best_at_k((single @ w)[:, :, 0], 10))
     assert out["curve"].shape == (5, 12)
 
@@ -78,7 +81,7 @@ def _fake_experiment(tmp_path, shift):
 
 def test_summary_finds_a_real_difference_and_not_a_fake_one(tmp_path):
     index = _fake_experiment(tmp_path, shift=0.3)
-    summary = summarise(index, np.full(4, 0.25))
+    summary = summarise(index, vpo_core.make("maze-v1"))
     diff = summary["differences"]["vpo - grpo"]["mean_w_star"]
     assert diff["low"] > 0.2
     assert summary["arms"]["vpo"]["seeds"] == [0, 1, 2]
@@ -89,5 +92,5 @@ def test_summary_finds_a_real_difference_and_not_a_fake_one(tmp_path):
 
 def test_summary_interval_covers_zero_without_a_difference(tmp_path):
     index = _fake_experiment(tmp_path, shift=0.0)
-    diff = summarise(index, np.full(4, 0.25))["differences"]["vpo - grpo"]["mean_w_star"]
+    diff = summarise(index, vpo_core.make("maze-v1"))["differences"]["vpo - grpo"]["mean_w_star"]
     assert diff["low"] <= 0 <= diff["high"]

@@ -18,49 +18,36 @@ from typing import Any
 
 import numpy as np
 
-from vpo_core.metrics import best_at_k, best_at_k_chains, collinearity, expected_best_at_k, reward_diversity
+from vpo_core.metrics import collinearity
+from vpo_core.pool import KS, best_at_k_of_pool, task_pool_metrics
 from vpo_core.stats import Interval, bootstrap_ci, paired_difference_ci
 
-__all__ = ["KS", "arm_name", "per_task_metrics", "write_report"]
-
-KS = (1, 3, 5, 10, 30)
+__all__ = ["arm_name", "per_task_metrics", "summarise", "write_report"]
 
 
-def per_task_metrics(rewards: np.ndarray, w_star: np.ndarray, *, mode: str, num_weights: int = 100) -> dict[str, Any]:
-    """Per-task metrics of one model's pools.
+def per_task_metrics(env: Any, rewards: np.ndarray, *, mode: str) -> dict[str, Any]:
+    """Per-task metrics of one model's pools on the first T test tasks (through `vpo_core.pool`'s k-loop).
 
     Args:
-        rewards: Pools, shape (T, n, m, d): n completions of m candidates per task.
-        w_star: The GRPO scalarisation, shape (d,).
-        mode: ``"multi"`` uses the chain estimator (``m`` candidates per chain), ``"single"`` iid samples.
-        num_weights: Dirichlet draws of E_w[best@5].
+        env: The environment the pools were scored in.
+        rewards: Pools, shape (T, n, m, d): n completions of m candidates on each of the first T test tasks.
+        mode: ``"multi"`` (chain estimator) or ``"single"`` (iid).
 
     Returns:
-        ``{"best@k": (T,) ...}``, ``"E_w[best@5]"``, ``"mean_w_star"``, ``"diversity"`` (each shape (T,)),
-        ``"curve"`` (T, K) best@k for k = 1..K, and ``"collinearity"`` (a float: ρ̄ of the whole pool).
+        Each metric of `vpo_core.pool.task_pool_metrics` as an array of shape (T,), ``"curve"`` (T, K)
+        best@k for k = 1..K, and ``"collinearity"`` (a float: ρ̄ of the whole pool).
     """
-    n_tasks, n, m, d = rewards.shape
-    scores = rewards @ w_star  # (T, n, m)
-    size = n * m
-    out: dict[str, Any] = {}
-    if mode == "multi":
-        curve = np.stack([best_at_k_chains(scores, k) for k in range(1, size + 1)], axis=1)
-        ew = [expected_best_at_k(r, 5, num_weights=num_weights, chains=True) for r in rewards] if size >= 5 else None
-    else:
-        flat_scores = scores.reshape(n_tasks, size)
-        curve = np.stack([best_at_k(flat_scores, k) for k in range(1, size + 1)], axis=1)
-        flat = rewards.reshape(n_tasks, size, d)
-        ew = [expected_best_at_k(r, 5, num_weights=num_weights) for r in flat] if size >= 5 else None
-    out["curve"] = np.asarray(curve, dtype=np.float64).reshape(n_tasks, size)
-    for k in KS:
-        if k <= size:
-            out[f"best@{k}"] = out["curve"][:, k - 1]
-    if ew is not None:
-        out["E_w[best@5]"] = np.asarray(ew)
-    out["mean_w_star"] = scores.reshape(n_tasks, -1).mean(axis=1)
-    flat_rewards = rewards.reshape(n_tasks, size, d)
-    out["diversity"] = np.array([reward_diversity(flat_rewards[t]) for t in range(n_tasks)])
-    out["collinearity"] = collinearity(flat_rewards.reshape(-1, d))
+    tasks = list(env.tasks("test"))[: rewards.shape[0]]
+    rows = [task_pool_metrics(env, task, pool, mode=mode, ks=KS) for task, pool in zip(tasks, rewards, strict=True)]
+    out: dict[str, Any] = {key: np.array([row[key] for row in rows]) for key in rows[0]}
+    size = rewards.shape[1] * rewards.shape[2] if mode == "multi" else rewards.shape[1]
+    out["curve"] = np.array(
+        [
+            [best_at_k_of_pool(env.spec_for(task).scalarize(pool), k, mode=mode) for k in range(1, size + 1)]
+            for task, pool in zip(tasks, rewards, strict=True)
+        ]
+    )
+    out["collinearity"] = collinearity(rewards.reshape(-1, rewards.shape[-1]))
     return out
 
 
@@ -74,14 +61,14 @@ def arm_name(record: dict[str, Any]) -> str:
     return f"{prefix}{method}{suffix}"
 
 
-METRICS = (*(f"best@{k}" for k in KS), "E_w[best@5]", "diversity", "mean_w_star")
+METRICS = (*(f"best@{k}" for k in KS), "E_w[best@5]", "pass@10", "diversity", "mean_w_star")
 
 
 def _stack_by_seed(per_seed: dict[int, dict[str, Any]], key: str, seeds: Sequence[int]) -> np.ndarray:
     return np.stack([per_seed[s][key] for s in seeds])
 
 
-def summarise(index_file: Path, w_star: np.ndarray) -> dict[str, Any]:
+def summarise(index_file: Path, env: Any) -> dict[str, Any]:
     """Intervals of every arm and metric, and paired differences against each baseline.
 
     Returns:
@@ -95,7 +82,7 @@ def summarise(index_file: Path, w_star: np.ndarray) -> dict[str, Any]:
     for record in index["pools"]:
         rewards = np.load(root / record["pool"])["rewards"].astype(np.float64)
         arm = arm_name(record)
-        arms[arm][int(record["seed"])] = per_task_metrics(rewards, w_star, mode=record["mode"])
+        arms[arm][int(record["seed"])] = per_task_metrics(env, rewards, mode=record["mode"])
         modes[arm] = record["mode"]
     summary: dict[str, Any] = {"arms": {}, "differences": {}, "curves": {}}
     for arm, per_seed in sorted(arms.items()):
@@ -236,7 +223,7 @@ def write_report(index_file: Path) -> Path:
     index_file = Path(index_file)
     index = json.loads(index_file.read_text())
     env = vpo_core.make(index["config"]["env"])
-    summary = summarise(index_file, np.asarray(env.reward_spec.w_star, dtype=np.float64))
+    summary = summarise(index_file, env)
     root = index_file.parent
     (root / "summary.json").write_text(json.dumps(summary, indent=1))
     table = root / "table.md"
