@@ -112,7 +112,7 @@ class Policy:
         self.model.save_pretrained(path)
         self.tokenizer.save_pretrained(path)
 
-    @torch.inference_mode()
+    @torch.no_grad()  # not inference_mode: the returned ids feed log_probs under autograd
     def generate(
         self,
         prompts: Sequence[str],
@@ -213,8 +213,11 @@ class Policy:
         ids = torch.cat([prompt_ids, response], dim=1)
         attention = torch.cat([(prompt_ids != pad), torch.ones_like(response, dtype=torch.bool)], dim=1).long()
         positions = (attention.cumsum(dim=1) - 1).clamp(min=0)
-        logits = self.model(input_ids=ids, attention_mask=attention, position_ids=positions).logits
-        logits = logits[:, prompt_ids.shape[1] - 1 : -1, :].float()
+        # the LM head runs only where a response token is predicted (the last L_r + 1 positions)
+        logits = self.model(
+            input_ids=ids, attention_mask=attention, position_ids=positions, logits_to_keep=response.shape[1] + 1
+        ).logits
+        logits = logits[:, :-1, :].float()
         logp = F.log_softmax(logits, dim=-1)
         token_logp = torch.gather(logp, 2, response.unsqueeze(-1)).squeeze(-1)
         entropy = -(logp.exp() * logp).sum(-1) if with_entropy else None
