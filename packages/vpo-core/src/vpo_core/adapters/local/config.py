@@ -107,7 +107,11 @@ class TrainConfig:
     save_every: int = option(10, "checkpoint every N steps (and at the end)")
     # evaluation on the test split after training (and of the warmed-up model before RL)
     eval_tasks: int = option(100, "test tasks evaluated before and after RL (0 = no evaluation)")
-    eval_samples: int = option(12, "candidates per task: eval_samples // m chains in multi mode")
+    eval_samples: int = option(
+        12,
+        "candidates per task (eval_samples // m chains in multi mode); a quick check, not the profile's "
+        "paper-sized evaluation (env.profile.eval_samples, e.g. 30): use apps/evaluate.py for that",
+    )
     eval_temperature: float | None = option(None, "evaluation temperature; default: env.profile.eval.temperature")
     eval_top_p: float | None = option(None, "evaluation top-p; default: env.profile.eval.top_p")
     eval_seeds: int = option(1, "evaluation seeds (pools concatenated)")
