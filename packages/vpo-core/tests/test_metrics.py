@@ -1,4 +1,4 @@
-"""Metrics: test vectors of estimators.md, subset/chain enumeration, exact rationals, properties."""
+"""Metrics: published test vectors, subset/chain enumeration, exact rationals, properties."""
 
 from __future__ import annotations
 

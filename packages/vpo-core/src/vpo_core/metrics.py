@@ -1,4 +1,4 @@
-"""Evaluation metrics of the paper (estimators.md §10).
+"""Evaluation metrics of the paper (its appendix on evaluation).
 
 pass@k, best@k (iid and multi-answer chains), E_w[best@k], reward-space diversity and on-policy
 collinearity.
@@ -144,7 +144,7 @@ def best_at_k_curve(scores: ArrayLike, ks: ArrayLike | None = None) -> NDArray[n
 
 
 def best_at_k_chains(chain_scores: ArrayLike, k: int) -> NDArray[np.float64] | float:
-    """Exact best@k of the VPO paper's multi-answer protocol (estimators.md §10.3).
+    """Exact best@k of the VPO paper's multi-answer protocol (the paper's appendix on best@k for multi-answer policies).
 
     S_k concatenates the candidates of c = ⌈k/m⌉ independent chains in generation order and keeps the
     first k; the estimate averages max(S_k) over every ordered choice of c distinct chains of the pool.

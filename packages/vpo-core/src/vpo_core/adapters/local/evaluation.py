@@ -1,6 +1,6 @@
 """Evaluation of a policy on an env split: candidate pools and the paper's metrics.
 
-Pools follow the paper's protocol (estimators.md §10.3): a multi-answer policy writes chains of m
+Pools follow the paper's protocol (its appendix on best@k for multi-answer policies): a multi-answer policy writes chains of m
 candidates and best@k uses ⌈k/m⌉ chains in generation order (the exact chain estimator); a
 single-answer policy samples iid candidates (the order-statistic estimator). The metrics are
 `vpo_core.pool`'s, the same as the env CLIs' ``score``.
@@ -106,7 +106,7 @@ def pool_metrics(
         tasks: The T tasks.
         rewards: Pools, shape (T, n, m, d): n completions of m candidates per task.
         mode: ``"multi"`` uses the chain estimator.
-        num_weights: Weight draws of E_w[best@k] (100, as in the authors' evaluation; estimators.md §10.4).
+        num_weights: Weight draws of E_w[best@k] (100, as in the authors' evaluation).
         ks: The k of best@k, pass@k and E_w[best@k] (the paper's tables: 1, 3, 5, 10, 30; its
             goal-conditioned table: 3, 6).
 
