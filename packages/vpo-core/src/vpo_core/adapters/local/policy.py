@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +18,10 @@ import torch
 import torch.nn.functional as F
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
 
+from vpo_core.adapters.local.samplers import render_chat
 from vpo_core.types import Message
 
-__all__ = ["Policy", "build_tokenizer", "chat_prompt", "load_policy", "load_tokenizer", "new_policy"]
+__all__ = ["Policy", "build_tokenizer", "load_policy", "load_tokenizer", "new_policy"]
 
 BOS, EOS, PAD = "<|bos|>", "<|end|>", "<|pad|>"
 USER, ASSISTANT, SYSTEM = "<|user|>", "<|assistant|>", "<|system|>"
@@ -67,11 +68,6 @@ def build_tokenizer(texts: Iterable[str], vocab_size: int) -> PreTrainedTokenize
     return fast
 
 
-def chat_prompt(tokenizer: Any, messages: Sequence[Message]) -> str:
-    """Chat messages rendered with `tokenizer`'s template, ending with the assistant header."""
-    return tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True)
-
-
 @contextmanager
 def _intra_op_threads(threads: int | None) -> Iterator[None]:
     """Run the block with `threads` intra-op threads (None: unchanged)."""
@@ -95,16 +91,19 @@ class Policy:
         sample_threads: torch's intra-op threads while sampling on CPU (None: leave as set). Sampling a
             small model is a long chain of tiny ops that extra threads only slow down (measured: one
             thread 5-10x faster than two on a busy 2-core machine), so the default is 1.
+        chat_template_kwargs: Extra variables of the chat template for every prompt this policy renders
+            (the env's ``profile.chat_template_kwargs``, e.g. Qwen3's ``enable_thinking=False``).
     """
 
     model: Any
     tokenizer: Any
     device: torch.device
     sample_threads: int | None = 1
+    chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
 
     def prompt_text(self, messages: Sequence[Message]) -> str:
-        """Chat messages rendered with the tokenizer's template, ending with the assistant header."""
-        return chat_prompt(self.tokenizer, messages)
+        """Chat messages rendered with the tokenizer's template and options, ending with the assistant header."""
+        return render_chat(self.tokenizer, messages, self.chat_template_kwargs)
 
     def save(self, path: Path) -> None:
         """``save_pretrained`` the model and tokenizer."""

@@ -472,6 +472,8 @@ def run(config: TrainConfig) -> dict[str, Any]:
     with _quiet_hf():
         reference = load_policy(state.run_dir.init_model, config.device)
     reference.model.requires_grad_(False)
+    for model in (policy, reference):  # prompts rendered as the env's model expects (e.g. Qwen3 thinking off)
+        model.chat_template_kwargs = dict(state.env.profile.chat_template_kwargs)
     policy.sample_threads = reference.sample_threads = config.sample_threads
     max_new = token_budget(state, policy)
     init = None
