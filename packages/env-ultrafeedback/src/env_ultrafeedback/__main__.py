@@ -1,0 +1,3 @@
+from env_ultrafeedback.cli import main
+
+raise SystemExit(main())

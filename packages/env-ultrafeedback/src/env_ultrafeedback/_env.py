@@ -1,0 +1,187 @@
+"""`UltrafeedbackEnv`: the ``ultrafeedback-v1`` text environment (UltraFeedback prompts, ArmoRM-5 reward)."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Hashable, Sequence
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from env_ultrafeedback._data import HUB_ID, Prompt, load_rows, make_splits, parse_rows
+from env_ultrafeedback._profile import PROFILE
+from env_ultrafeedback._prompts import TAG, multi_prompt, single_prompt
+from env_ultrafeedback._reward import make_scorer
+from env_ultrafeedback._scorer import ARMORM_ID, DIMENSIONS, RewardScorer
+from vpo_core import Candidate, Message, Mode, RewardSpec, Task, TextEnv
+from vpo_core.multi_answer import render_numbered, text_candidates
+
+__all__ = ["SPEC", "UltrafeedbackEnv"]
+
+SPEC = RewardSpec(
+    names=DIMENSIONS,
+    w_star=(1.0, 0.0, 0.0, 0.0, 0.0),
+    low=(0.0,) * 5,
+    high=(1.0,) * 5,
+    descriptions=(
+        "Overall quality of the reply",
+        "Following the instruction",
+        "Truthfulness (no fabrication)",
+        "Honesty (calibrated confidence)",
+        "Helpfulness and informativeness",
+    ),
+)
+"""ArmoRM's five UltraFeedback objectives; w* = the "overall" dimension (paper appendix: "the ArmoRM
+'overall' dim for UltraFeedback" is the GRPO scalar)."""
+
+_THINK = re.compile(r"<think>.*?</think>", re.DOTALL)
+
+
+class UltrafeedbackEnv(TextEnv[Prompt, str]):
+    """UltraFeedback prompts, free-form replies scored by a reward model on 5 dimensions in [0, 1].
+
+    Args:
+        data_dir: Folder of upstream rows (``*.jsonl`` or ``*.parquet`` in the Hub's format); default:
+            ``openbmb/UltraFeedback`` from the Hub.
+        revision: Hub revision of the dataset.
+        test_size: Test prompts (the paper's pools: 200).
+        train_size: Train prompts (default: all the rest).
+        scorer: ``"http"`` (default): the machine's scoring server (``env-ultrafeedback-rm``);
+            ``"inprocess"``: load the reward model in this process (explicit opt-in).
+        scorer_url: Server URL (default: ``$VPO_RM_URL`` or ``http://127.0.0.1:8765``).
+        rm_model: Reward model for ``scorer="inprocess"`` (Hub id or local directory).
+        rm_device: Its device (default: CUDA when available).
+        rm_dtype: Its dtype (default: bfloat16 on GPU, float32 on CPU).
+        rm_batch_size: Sequences per forward pass.
+        rm_max_length: Token budget per conversation.
+        rm_scale: Affine map of the raw head before the [0, 1] clip (see `env_ultrafeedback._scorer`).
+        rm_offset: See `rm_scale`.
+    """
+
+    env_id = "ultrafeedback-v1"
+    reward_spec = SPEC
+    profile = PROFILE
+
+    def __init__(
+        self,
+        data_dir: str | os.PathLike[str] | None = None,
+        revision: str = "main",
+        test_size: int = 200,
+        train_size: int | None = None,
+        scorer: str = "http",
+        scorer_url: str | None = None,
+        rm_model: str = ARMORM_ID,
+        rm_device: str | None = None,
+        rm_dtype: str | None = None,
+        rm_batch_size: int = 8,
+        rm_max_length: int = 4096,
+        rm_scale: float = 1.0,
+        rm_offset: float = 0.0,
+    ) -> None:
+        if scorer not in ("http", "inprocess"):
+            raise ValueError(f"scorer must be 'http' (the machine's scoring server) or 'inprocess', got {scorer!r}.")
+        if test_size < 1 or (train_size is not None and train_size < 1):
+            raise ValueError(f"test_size and train_size must be >= 1, got {test_size} and {train_size}.")
+        self._config: dict[str, Any] = {
+            "data_dir": None if data_dir is None else str(data_dir),
+            "revision": revision,
+            "test_size": test_size,
+            "train_size": train_size,
+            "scorer": scorer,
+            "scorer_url": scorer_url,
+            "rm_model": rm_model,
+            "rm_device": rm_device,
+            "rm_dtype": rm_dtype,
+            "rm_batch_size": rm_batch_size,
+            "rm_max_length": rm_max_length,
+            "rm_scale": rm_scale,
+            "rm_offset": rm_offset,
+        }
+        self._tasks: dict[str, list[Task[Prompt]]] = {}
+        self._scorer: RewardScorer | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return dict(self._config)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(**state)  # type: ignore[misc]
+
+    # ---------------------------------------------------------------------------------- data
+    def tasks(self, split: str) -> list[Task[Prompt]]:
+        """The tasks of `split` (``train`` or ``test``), in hash order of their instructions."""
+        if split not in self.splits:
+            raise ValueError(f"unknown split {split!r}; choose one of {list(self.splits)}.")
+        if not self._tasks:
+            rows, where = load_rows(self._config["data_dir"], self._config["revision"])
+            splits = make_splits(parse_rows(rows, where), self._config["test_size"], self._config["train_size"])
+            for name, prompts in splits.items():
+                self._tasks[name] = [
+                    Task(id=f"{self.env_id}/{p.key}", split=name, index=i, payload=p) for i, p in enumerate(prompts)
+                ]
+        return self._tasks[split]
+
+    def data_source(self) -> dict[str, Any]:
+        """The dataset: local folder or Hub id and revision."""
+        c = self._config
+        return {"data_dir": c["data_dir"]} if c["data_dir"] else {"hub_id": HUB_ID, "revision": c["revision"]}
+
+    # ------------------------------------------------------------------------------- prompts
+    def _render_prompt(self, task: Task[Prompt], mode: Mode, m: int) -> list[Message]:
+        text = task.payload.instruction
+        return [Message(role="user", content=single_prompt(text) if mode == "single" else multi_prompt(text, m))]
+
+    def _parse(self, task: Task[Prompt], completion: str, mode: Mode, m: int) -> list[Candidate[str]]:
+        candidates = text_candidates(_THINK.sub("", completion), mode, m, tag=TAG)
+        return [c if c.answer is None else replace(c, answer=c.answer.strip()) for c in candidates]
+
+    def dedup_key(self, task: Task[Prompt], candidate: Candidate[str]) -> Hashable | None:
+        """Replies equal up to case and whitespace are duplicates (reward-model scores are continuous)."""
+        return None if candidate.answer is None else " ".join(candidate.answer.lower().split())
+
+    # -------------------------------------------------------------------------------- reward
+    @property
+    def scorer(self) -> RewardScorer:
+        """The reward model: a client of the scoring server, or the in-process model (created on first use)."""
+        if self._scorer is None:
+            c = self._config
+            if c["scorer"] == "http":
+                self._scorer = make_scorer("http", url=c["scorer_url"])
+            else:
+                self._scorer = make_scorer(
+                    "inprocess",
+                    model=c["rm_model"],
+                    device=c["rm_device"],
+                    dtype=c["rm_dtype"],
+                    batch_size=c["rm_batch_size"],
+                    max_length=c["rm_max_length"],
+                    scale=c["rm_scale"],
+                    offset=c["rm_offset"],
+                )
+        return self._scorer
+
+    def reward(self, task: Task[Prompt], candidate: Candidate[str]) -> NDArray[np.float64]:
+        """The 5 reward-model scores of one reply, shape (5,); zeros for a missing reply."""
+        return self.rewards(task, [candidate])[0]
+
+    def rewards(self, task: Task[Prompt], candidates: Sequence[Candidate[str]]) -> NDArray[np.float64]:
+        """Scores of several replies to one prompt in one reward-model batch, shape (k, 5)."""
+        out = np.zeros((len(candidates), SPEC.dim), dtype=np.float64)
+        present = [i for i, c in enumerate(candidates) if c.answer is not None and c.answer.strip()]
+        if present:
+            scores = self.scorer.score(
+                [task.payload.instruction] * len(present), [candidates[i].answer for i in present]
+            )
+            out[present] = np.clip(np.asarray(scores, dtype=np.float64), 0.0, 1.0)
+        return out
+
+    def demonstration(
+        self, task: Task[Prompt], *, mode: Mode = "single", m: int = 1, rng: np.random.Generator | None = None
+    ) -> str | None:
+        """UltraFeedback's best-rated completion (single mode) or its m best-rated ones (multi mode), or None."""
+        ranked = task.payload.ranked_responses
+        if not ranked:
+            return None
+        return ranked[0] if mode == "single" else render_numbered(TAG, list(ranked[:m]))

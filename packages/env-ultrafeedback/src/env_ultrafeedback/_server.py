@@ -1,0 +1,245 @@
+"""One reward model per machine: a local HTTP scoring server and the client every process uses.
+
+The reward model (16 GB of weights for ArmoRM) must not be loaded by every process that computes
+rewards: veRL runs its reward function in several workers, the local engine in its own process. One
+server holds the model; everyone else calls it through `ScorerClient`.
+
+Protocol (JSON over HTTP, stdlib ``http.server``; the server binds 127.0.0.1 by default):
+
+- ``GET /health`` → ``{"model": str, "names": [str], "device": str}``;
+- ``POST /score`` with ``{"prompts": [str], "responses": [str]}`` → ``{"rewards": [[float] * d] * n}``;
+  a malformed request gets 400 and ``{"error": str}``, a scoring failure 500.
+
+Requests are served on threads and scored one at a time (the scorer holds a lock), each request as
+one batch of the model.
+
+    env-ultrafeedback-rm --port 8765                        # ArmoRM on the GPU, if there is one
+    env-ultrafeedback-rm --model /path/to/ArmoRM --device cuda:1 --batch-size 16
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from env_ultrafeedback._scorer import ARMORM_ID, RewardScorer, check_batch
+
+__all__ = ["DEFAULT_URL", "ScorerClient", "ScoringServer", "ScoringServerError", "main"]
+
+DEFAULT_URL = "http://127.0.0.1:8765"
+MAX_BODY = 64 * 1024 * 1024
+
+
+class ScoringServerError(ConnectionError):
+    """The scoring server could not be reached or refused a request (the message says what to do)."""
+
+
+class ScoringServer:
+    """A `RewardScorer` served over HTTP on a background thread.
+
+    Args:
+        scorer: The scorer (loaded once, here).
+        host: Address to bind (127.0.0.1: this machine only).
+        port: Port; 0 picks a free one (see `url`).
+    """
+
+    def __init__(self, scorer: RewardScorer, host: str = "127.0.0.1", port: int = 8765) -> None:
+        self.scorer = scorer
+        self._lock = threading.Lock()
+        self.httpd = ThreadingHTTPServer((host, port), self._handler())
+        self.httpd.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        """The root URL clients use, e.g. ``http://127.0.0.1:8765``."""
+        host, port = self.httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def _describe(self) -> dict[str, Any]:
+        describe = getattr(self.scorer, "describe", None)
+        return (
+            describe()
+            if callable(describe)
+            else {"model": type(self.scorer).__name__, "names": list(self.scorer.names)}
+        )
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def _send(self, status: int, body: dict[str, Any]) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:
+                if self.path.rstrip("/") == "/health":
+                    self._send(200, server._describe())
+                else:
+                    self._send(404, {"error": f"unknown path {self.path}; use GET /health or POST /score"})
+
+            def do_POST(self) -> None:
+                if self.path.rstrip("/") != "/score":
+                    self._send(404, {"error": f"unknown path {self.path}; use POST /score"})
+                    return
+                try:
+                    length = int(self.headers.get("Content-Length", "0"))
+                    if not 0 < length <= MAX_BODY:
+                        raise ValueError(f"body of {length} bytes; send 1 to {MAX_BODY} bytes of JSON")
+                    request = json.loads(self.rfile.read(length))
+                    if not isinstance(request, dict):
+                        raise ValueError('expected {"prompts": [...], "responses": [...]}')
+                    prompts, responses = check_batch(request.get("prompts", ()), request.get("responses", ()))
+                except (ValueError, TypeError) as error:
+                    self._send(400, {"error": str(error)})
+                    return
+                try:
+                    with server._lock:
+                        rewards = server.scorer.score(prompts, responses) if prompts else np.zeros((0, 0))
+                except Exception as error:
+                    self._send(500, {"error": f"{type(error).__name__}: {error}"})
+                    return
+                self._send(200, {"rewards": np.asarray(rewards, dtype=np.float64).tolist()})
+
+        return Handler
+
+    def start(self) -> ScoringServer:
+        """Serve on a daemon thread; returns self."""
+        self._thread = threading.Thread(target=self.httpd.serve_forever, name="scoring-server", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and close the socket."""
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> ScoringServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class ScorerClient:
+    """A `RewardScorer` that asks the scoring server (cheap: no model, safe to create in every process).
+
+    Args:
+        url: The server's root URL.
+        names: The dimension names the env expects (checked against the server's on first use).
+        timeout_s: Seconds per request.
+    """
+
+    def __init__(self, url: str = DEFAULT_URL, names: Sequence[str] | None = None, timeout_s: float = 600.0) -> None:
+        self.url = url.rstrip("/")
+        self.timeout_s = timeout_s
+        self._expected = None if names is None else tuple(names)
+        self._names: tuple[str, ...] | None = None
+
+    def _request(self, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(
+            self.url + path,
+            data=data,
+            headers={"Content-Type": "application/json"},
+            method="GET" if data is None else "POST",
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
+                return json.loads(response.read())
+        except urllib.error.HTTPError as error:
+            detail = error.read().decode(errors="replace")
+            raise ScoringServerError(f"scoring server {self.url} answered {error.code}: {detail}") from error
+        except (urllib.error.URLError, OSError) as error:
+            raise ScoringServerError(
+                f"no scoring server at {self.url} ({error}). Start one per machine with "
+                f"`env-ultrafeedback-rm --port {self.url.rsplit(':', 1)[-1]}` (model {ARMORM_ID}), point "
+                "env.scorer_url (or VPO_RM_URL) at it, or score in this process with env.scorer=inprocess."
+            ) from error
+
+    @property
+    def names(self) -> tuple[str, ...]:  # type: ignore[override]
+        """The server's dimension names (asked once)."""
+        if self._names is None:
+            names = tuple(self._request("/health")["names"])
+            if self._expected is not None and names != self._expected:
+                raise ScoringServerError(
+                    f"scoring server {self.url} scores {names}, this env expects {self._expected}."
+                )
+            self._names = names
+        return self._names
+
+    def score(self, prompts: Sequence[str], responses: Sequence[str]) -> NDArray[np.float64]:
+        """Rewards of each response to its prompt, shape (n, d), computed by the server."""
+        prompts, responses = check_batch(prompts, responses)
+        d = len(self.names)
+        if not prompts:
+            return np.zeros((0, d))
+        rewards = np.asarray(
+            self._request("/score", {"prompts": prompts, "responses": responses})["rewards"], dtype=np.float64
+        )
+        if rewards.shape != (len(prompts), d):
+            raise ScoringServerError(f"scoring server returned shape {rewards.shape}, expected {(len(prompts), d)}.")
+        return rewards
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``env-ultrafeedback-rm``: load the reward model once and serve it on this machine."""
+    from env_ultrafeedback._scorer import ArmoRMScorer, WeightsNotFoundError
+
+    parser = argparse.ArgumentParser(
+        prog="env-ultrafeedback-rm", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--model", default=ARMORM_ID, help="Hub id or local directory of the reward model")
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: this machine only)")
+    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--device", default=None, help="cuda, cuda:1, cpu (default: cuda when available)")
+    parser.add_argument("--dtype", default=None, help="bfloat16, float32 (default: bfloat16 on GPU)")
+    parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument("--max-length", type=int, default=4096)
+    parser.add_argument("--scale", type=float, default=1.0, help="affine map of the raw head before the [0, 1] clip")
+    parser.add_argument("--offset", type=float, default=0.0)
+    args = parser.parse_args(argv)
+    try:
+        scorer = ArmoRMScorer(
+            args.model,
+            device=args.device,
+            dtype=args.dtype,
+            batch_size=args.batch_size,
+            max_length=args.max_length,
+            scale=args.scale,
+            offset=args.offset,
+        )
+    except (WeightsNotFoundError, ImportError, ValueError) as error:
+        parser.exit(2, f"error: {error}\n")
+    server = ScoringServer(scorer, args.host, args.port)
+    print(f"scoring {scorer.names} with {args.model} on {scorer.device} at {server.url}", flush=True)
+    try:
+        server.httpd.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.httpd.server_close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
