@@ -23,6 +23,9 @@ def build_tiny_armorm(out: Path, n_objectives: int = 19) -> Path:
     rows = [json.loads(line) for line in (DATA / "ultrafeedback" / "rows.jsonl").read_text().splitlines()]
     texts = [r["instruction"] for r in rows] + [c["response"] for r in rows for c in r["completions"]]
     tokenizer = build_tokenizer(texts, vocab_size=400)
+    from env_ultrafeedback._scorer import _remote_code_compat
+
+    _remote_code_compat()  # the file imports what ArmoRM's does
     spec = importlib.util.spec_from_file_location("modeling_tiny_armorm", MODELING)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -97,3 +97,13 @@ def test_without_a_server_the_client_says_how_to_start_one():
     client = ScorerClient("http://127.0.0.1:9", timeout_s=2)
     with pytest.raises(ScoringServerError, match="env-ultrafeedback-rm --port 9"):
         client.score(["a"], ["b"])
+
+
+def test_the_docstring_armorms_remote_code_imports_is_restored(monkeypatch):
+    from transformers.models.llama import modeling_llama
+
+    from env_ultrafeedback._scorer import _remote_code_compat
+
+    monkeypatch.delattr(modeling_llama, "LLAMA_INPUTS_DOCSTRING", raising=False)
+    _remote_code_compat()
+    assert modeling_llama.LLAMA_INPUTS_DOCSTRING == ""

@@ -101,6 +101,19 @@ def check_batch(prompts: Sequence[str], responses: Sequence[str]) -> tuple[list[
     return prompts, responses
 
 
+def _remote_code_compat() -> None:
+    """Names ArmoRM's ``modeling_custom.py`` imports that newer transformers dropped.
+
+    It imports ``LLAMA_INPUTS_DOCSTRING`` from ``transformers.models.llama.modeling_llama`` only to
+    decorate ``forward`` with its docstring; transformers 5 removed the constant. An empty docstring
+    restores the import without changing any computation.
+    """
+    from transformers.models.llama import modeling_llama
+
+    if not hasattr(modeling_llama, "LLAMA_INPUTS_DOCSTRING"):
+        modeling_llama.LLAMA_INPUTS_DOCSTRING = ""
+
+
 def _valid_utf8(text: str) -> str:
     """`text` with lone surrogates (which tokenizers refuse) replaced by U+FFFD-like placeholders."""
     return text.encode("utf-8", "replace").decode("utf-8")
@@ -179,6 +192,7 @@ class ArmoRMScorer:
         torch_dtype = (
             getattr(torch, dtype) if dtype else (torch.bfloat16 if self.device.startswith("cuda") else torch.float32)
         )
+        _remote_code_compat()
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(self.model_name, local_files_only=local_files_only)
             self.model = AutoModelForSequenceClassification.from_pretrained(
@@ -186,6 +200,13 @@ class ArmoRMScorer:
             )
         except OSError as error:
             raise WeightsNotFoundError(f"{_how_to_get(self.model_name)} ({error})") from error
+        except (ImportError, AttributeError, TypeError) as error:
+            import transformers
+
+            raise ImportError(
+                f"the remote code of {self.model_name} (modeling_custom.py, written for transformers 4.x) does not "
+                f"load under transformers {transformers.__version__}: {type(error).__name__}: {error}"
+            ) from error
         self.model.to(self.device).eval()
         n_out = self._n_objectives()
         if n_out is not None and max(self.objective_indices) >= n_out:
