@@ -1,20 +1,28 @@
 """Will VPO help on this domain? On-policy ρ̄ and best@16 of saved pools, in the paper's table layout.
 
     uv run apps/diagnose.py env=maze-v1 vpo=runs/eval/x/pool_vpo.npy grpo=runs/eval/x/pool_grpo.npy
-    uv run apps/diagnose.py env=ultrafeedback-v1 pools=runs/eval/base/pool_base.npy --paper
+    uv run apps/diagnose.py env=ultrafeedback-v1 pools=runs/eval/base/pool_base.npy paper=true
+    uv run apps/diagnose.py env=maze-v1 vpo=runs/maze-v1-vpo-seed0 grpo=runs/maze-v1-grpo-seed0 evaluate="tasks=100"
 
 A pool is a ``pool_<row>.npy`` of apps/evaluate.py: rewards of shape (T prompts, n completions, m
 candidates, d dims). For each pool this prints ρ̄ (flatten to (N, d), drop zero-variance dims, Pearson,
 mean of the off-diagonal entries: the appendix's recipe), best@16 under the env's w* (the GRPO scalar;
 k is capped at the pool's size per prompt) and a verdict, then the paper's ρ̄-vs-best@16 table with
 this env's row (``vpo=`` and ``grpo=`` fill its two columns; ``paper=true`` adds the paper's rows).
-Sample the pools first with apps/evaluate.py (a base model's pool is enough to ask before training).
-See vpo_core.diagnose for the verdict's cut-offs.
+``vpo=``, ``grpo=`` and ``pools=`` take pool files or checkpoints: a path that does not end in ``.npy``
+is sampled first by apps/evaluate.py (its own process, the env profile's final-evaluation sampler;
+``evaluate=`` adds its options, e.g. ``evaluate="tasks=100 samples=48"``) into ``out=<dir>/<label>``,
+and its pool (conditioned on w* for goal-conditioned rows) is diagnosed. A base model's pool is enough
+to ask before training. See vpo_core.diagnose for the verdict's cut-offs.
 """
 
 from __future__ import annotations
 
+import json
+import shlex
+import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,9 +38,11 @@ class DiagnoseConfig:
     env_options: dict[str, Any] = option(  # noqa: RUF009 - option() is dataclasses.field with a help text
         help="env constructor options", default_factory=dict
     )
-    vpo: str = option("", "pool_*.npy of the VPO checkpoint (the table's VPO column)")
-    grpo: str = option("", "pool_*.npy of the GRPO checkpoint (the table's GRPO column)")
-    pools: str = option("", "further comma-separated pool_*.npy files (diagnosed, not tabled)")
+    vpo: str = option("", "pool_*.npy or checkpoint of VPO (the table's VPO column)")
+    grpo: str = option("", "pool_*.npy or checkpoint of GRPO (the table's GRPO column)")
+    pools: str = option("", "further comma-separated pools or checkpoints (diagnosed, not tabled)")
+    evaluate: str = option("", "extra apps/evaluate.py options for sampling checkpoints, e.g. 'tasks=100 samples=48'")
+    out: str = option("", "where sampled pools go (default runs/diagnose/<UTC time>)")
     k: int = option(16, "k of best@k (the paper: 16)")
     in_regime_below: float = option(0.7, "ρ̄ below this: in VPO's regime")
     collinear_from: float = option(0.9, "ρ̄ at or above this: near-collinear, VPO not expected to help")
@@ -54,6 +64,31 @@ def _load(path: str) -> Any:
     return np.load(p)
 
 
+EVALUATE = Path(__file__).resolve().parent / "evaluate.py"
+
+
+def _sample(label: str, checkpoint: str, config: DiagnoseConfig) -> str:
+    """Sample `checkpoint` with apps/evaluate.py into out/<label>; the path of its pool."""
+    out = Path(config.out or f"runs/diagnose/{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}") / label
+    command = [
+        sys.executable,
+        str(EVALUATE),
+        f"env={config.env}",
+        f"checkpoints={checkpoint}",
+        f"out={out}",
+        *(f"env.{key}={value}" for key, value in config.env_options.items()),
+        *shlex.split(config.evaluate),
+    ]
+    print(f"sampling {checkpoint}: {shlex.join(command)}", file=sys.stderr)
+    if subprocess.run(command, check=False).returncode != 0:
+        raise SystemExit(f"error: apps/evaluate.py failed on {checkpoint} (its message is above).")
+    rows = json.loads((out / "results.json").read_text())
+    files = [r["settings"]["file"] for r in rows.values() if r["settings"].get("conditioning") in (None, "w_star")]
+    if not files:
+        raise SystemExit(f"error: apps/evaluate.py wrote no pool for {checkpoint} in {out}.")
+    return str(out / files[0])
+
+
 def main(argv: list[str] | None = None) -> int:
     config = run_cli(
         DiagnoseConfig, argv, prog="apps/diagnose.py", description=__doc__ or "", passthrough={"env": "env_options"}
@@ -65,8 +100,8 @@ def main(argv: list[str] | None = None) -> int:
 
     spec = vpo_core.make(config.env, **config.env_options).reward_spec
     named = [("vpo", config.vpo), ("grpo", config.grpo)]
-    named += [(Path(p).stem.removeprefix("pool_"), p) for p in config.pools.split(",") if p.strip()]
-    named = [(label, path) for label, path in named if path]
+    named += [(Path(p.strip()).stem.removeprefix("pool_"), p.strip()) for p in config.pools.split(",") if p.strip()]
+    named = [(label, path if path.endswith(".npy") else _sample(label, path, config)) for label, path in named if path]
     if not named:
         print("error: give at least one pool: vpo=, grpo= or pools=", file=sys.stderr)
         return 2

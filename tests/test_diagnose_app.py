@@ -39,3 +39,30 @@ def test_app_rejects_a_missing_file_and_a_wrong_env(tmp_path, capsys):
     np.save(tmp_path / "pool_x.npy", np.zeros((2, 3, 1, 5)))
     assert _app()(["env=maze-v1", f"pools={tmp_path / 'pool_x.npy'}"]) == 2
     assert "reward dims" in capsys.readouterr().err
+
+
+def test_a_checkpoint_is_sampled_by_the_evaluation_app(tmp_path, capsys, monkeypatch):
+    import json
+    import subprocess
+
+    calls = []
+
+    def fake_evaluate(command, check):
+        calls.append(command)
+        args = dict(a.split("=", 1) for a in command[2:])
+        out = Path(args["out"])
+        out.mkdir(parents=True)
+        np.save(out / "pool_run.npy", np.random.default_rng(6).uniform(size=(3, 16, 1, 4)))
+        settings = {"file": "pool_run.npy", "conditioning": None}
+        (out / "results.json").write_text(json.dumps({"run": {"settings": settings}}))
+        return subprocess.CompletedProcess(command, 0)
+
+    monkeypatch.setattr(subprocess, "run", fake_evaluate)
+    rc = _app()(["env=maze-v1", "grpo=runs/some-grpo-run", f"out={tmp_path}", "evaluate=tasks=3 samples=16"])
+    assert rc == 0
+    [command] = calls
+    assert command[1].endswith("apps/evaluate.py")
+    assert "checkpoints=runs/some-grpo-run" in command
+    assert f"out={tmp_path / 'grpo'}" in command
+    assert command[-2:] == ["tasks=3", "samples=16"]
+    assert "| maze-v1 | 4 dims (D=4) | – |" in capsys.readouterr().out
