@@ -12,6 +12,7 @@ from vpo_core import data
 from vpo_core.data import (
     DataError,
     RowReader,
+    check_type,
     hf_download_command,
     hub_commit,
     load_hub_split,
@@ -67,6 +68,16 @@ def test_row_reader_names_source_row_and_field():
         row.get("s", str, "a string")
     with pytest.raises(DataError, match=r"f.jsonl, row 2: a list, expected an object \(\{n\}\)"):
         RowReader([1], "f.jsonl", 2, "{n}")
+
+
+def test_error_for_names_a_nested_field_for_check_type():
+    row = RowReader({"items": ["a", 7]}, "f.jsonl", 3, "{items: list<string>}")
+    items = row.get("items", list, "a list of strings")
+    assert check_type(items[0], str, row.error_for("items[0]", "a string")) == "a"
+    with pytest.raises(DataError, match=r"^f.jsonl, row 3, field 'items\[1\]': a int \(7\); expected a string\.$"):
+        check_type(items[1], str, row.error_for("items[1]", "a string"))
+    with pytest.raises(DataError, match=r"field 'items\[1\]': missing; expected \{items: list<string>\}\.$"):
+        check_type(None, str, row.error_for("items[1]"))
 
 
 def test_download_command_and_cached_commit(tmp_path, monkeypatch):

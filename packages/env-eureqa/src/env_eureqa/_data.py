@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -39,6 +40,7 @@ NORMAL, HARD = "questions_normal_5", "questions_hard_5"
 MIN_MASKS = 6
 ROW_FORMAT = "a EUREQA row {idx: int64, question: list<string>, entity_masks: list<string>, entities: list<string>}"
 _log = logging.getLogger("env_eureqa")
+_Row = TypeVar("_Row")  # a row, or a (source, row) pair: mixed_split keeps whatever it is given
 
 
 def _file(data_dir: str | os.PathLike[str], name: str) -> Path:
@@ -83,7 +85,7 @@ def _checked(row: RowReader) -> dict[str, Any]:
     for field in ("question", "entity_masks", "entities"):
         values = row.get(field, list, "a list of strings")
         for j, value in enumerate(values):
-            check_type(value, str, lambda p, f=field, j=j: row.fail(f"{f}[{j}]", p, "a string"))
+            check_type(value, str, row.error_for(f"{field}[{j}]", "a string"))
         out[field] = values
     return out
 
@@ -110,7 +112,7 @@ def build_splits(
         report_filtered(
             _log, f"EUREQA {source}", len(rows), {f"with fewer than {MIN_MASKS} masks or entities": skipped[source]}
         )
-    splits = mixed_split(kept[NORMAL], kept[HARD], seed=seed)  # type: ignore[arg-type]
+    splits = mixed_split(kept[NORMAL], kept[HARD], seed=seed)
     for split, items in splits.items():
         if not items:
             raise DataError(
@@ -136,9 +138,7 @@ def data_source(data_dir: str | None, revision: str, hub_id: str = HUB_ID) -> di
     }
 
 
-def mixed_split(
-    normal: list[dict[str, Any]], hard: list[dict[str, Any]], *, seed: int = 0
-) -> dict[str, list[dict[str, Any]]]:
+def mixed_split(normal: Sequence[_Row], hard: Sequence[_Row], *, seed: int = 0) -> dict[str, list[_Row]]:
     """The paper's train/test split.
 
     ``datasets.Dataset.shuffle(seed=s)`` is ``numpy.random.default_rng(s).permutation(n)``; the first

@@ -161,7 +161,13 @@ class LcbSearchMixin:
 
     program_language = "python"
     config: dict[str, Any]
-    sandbox: Sandbox
+
+    if TYPE_CHECKING:  # LcbEnv defines it: a read-only property that starts the sandbox on first use
+
+        @property
+        def sandbox(self) -> Sandbox:
+            """The env's sandbox."""
+            ...
 
     def initial_program(self, task: Task[Problem]) -> str:
         """The seed program of a search: the starter code with an empty body, or a stdin skeleton."""

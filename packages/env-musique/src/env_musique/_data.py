@@ -80,7 +80,7 @@ def _checked(row: RowReader) -> dict[str, Any]:
     paragraphs = []
     for j, item in enumerate(row.get("paragraphs", list, "a list of 20 paragraph objects")):
         where = f"paragraphs[{j}]"
-        item = check_type(item, dict, lambda p, w=where: row.fail(w, p, "an object {idx, title, paragraph_text}"))
+        item = check_type(item, dict, row.error_for(where, "an object {idx, title, paragraph_text}"))
         paragraphs.append({key: _sub(row, item, where, key, kind) for key, kind in _PARAGRAPH.items()})
     steps = row.get("question_decomposition", list, "a list of 2–4 reasoning steps")
     if not 1 <= len(steps) <= 4:
@@ -88,11 +88,11 @@ def _checked(row: RowReader) -> dict[str, Any]:
     support = []
     for j, step in enumerate(steps):
         where = f"question_decomposition[{j}]"
-        step = check_type(step, dict, lambda p, w=where: row.fail(w, p, "an object {paragraph_support_idx, ...}"))
+        step = check_type(step, dict, row.error_for(where, "an object {paragraph_support_idx, ...}"))
         support.append({"paragraph_support_idx": _sub(row, step, where, "paragraph_support_idx", int)})
     aliases = row.get("answer_aliases", list, "a list of strings", default=[])
     for j, alias in enumerate(aliases):
-        check_type(alias, str, lambda p, j=j: row.fail(f"answer_aliases[{j}]", p, "a string"))
+        check_type(alias, str, row.error_for(f"answer_aliases[{j}]", "a string"))
     return {
         "id": row.get("id", str, "a string such as '2hop__1234_5678'"),
         "question": row.get("question", str, "a string"),

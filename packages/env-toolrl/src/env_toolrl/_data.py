@@ -78,11 +78,11 @@ def _checked(row: RowReader) -> dict[str, Any]:
         raise row.fail("prompt", "an empty list", "the system and user messages")
     for j, message in enumerate(messages):
         where = f"prompt[{j}]"
-        message = check_type(message, dict, lambda p, w=where: row.fail(w, p, "a message {role, content}"))
-        role = check_type(message.get("role"), str, lambda p, w=where: row.fail(f"{w}.role", p, f"one of {ROLES}"))
+        message = check_type(message, dict, row.error_for(where, "a message {role, content}"))
+        role = check_type(message.get("role"), str, row.error_for(f"{where}.role", f"one of {ROLES}"))
         if role not in ROLES:
             raise row.fail(f"{where}.role", f"{role!r}", f"one of {ROLES}")
-        check_type(message.get("content"), str, lambda p, w=where: row.fail(f"{w}.content", p, "a string"))
+        check_type(message.get("content"), str, row.error_for(f"{where}.content", "a string"))
     if not any(message["role"] == "user" for message in messages):
         raise row.fail("prompt", "no user message", "a user message with the dialogue")
     reward = row.get("reward_model", dict, "a struct {ground_truth: string, style: string}")

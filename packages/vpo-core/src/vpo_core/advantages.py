@@ -87,7 +87,7 @@ def _check_scores(x: ArrayLike, name: str = "scores") -> NDArray[np.float64]:
     return array
 
 
-def _check_rewards(rewards: ArrayLike) -> NDArray[np.float64]:
+def _check_rewards(rewards: ArrayLike | Sequence[ArrayLike]) -> NDArray[np.float64]:
     r = np.asarray(rewards, dtype=np.float64)
     if r.ndim != 4:
         raise ValueError(f"rewards must have shape (B groups, G rollouts, m candidates, d dims), got {r.shape}.")
@@ -100,7 +100,7 @@ def _check_rewards(rewards: ArrayLike) -> NDArray[np.float64]:
     return r
 
 
-def _check_vector(w: ArrayLike, d: int, name: str) -> NDArray[np.float64]:
+def _check_vector(w: ArrayLike | Sequence[ArrayLike], d: int, name: str) -> NDArray[np.float64]:
     array = np.asarray(w, dtype=np.float64)
     if array.shape != (d,):
         raise ValueError(f"{name} must have shape ({d},) to match the rewards' d, got {array.shape}.")
@@ -576,7 +576,7 @@ def normalize_scalars(
         ValueError: For an option the method's normaliser does not read (k, response_lengths,
             gdpo_weights and divide_by_n are method-specific), bad values, or no finite answer.
     """
-    options = {
+    options: dict[str, Any] = {
         name: value
         for name, value in (
             ("k", k),
@@ -635,7 +635,7 @@ def compute_advantages(
         ValueError: For an unknown method, an option the method does not read, bad shapes or
             values, NaN/inf, a method/m mismatch, or input with no finite answer.
     """
-    options = {
+    options: dict[str, Any] = {
         name: value
         for name, value in (
             ("k", k),

@@ -30,7 +30,7 @@ import difflib
 import sys
 import typing
 from collections.abc import Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 __all__ = ["ConfigError", "HelpRequested", "format_help", "option", "parse_config", "run_cli"]
 
@@ -79,8 +79,8 @@ def _fields(cls: type) -> dict[str, tuple[dataclasses.Field[Any], Any]]:
 def _default_text(f: dataclasses.Field[Any]) -> str:
     if f.default is not dataclasses.MISSING:
         return "none (see meaning)" if f.default is None else repr(f.default)
-    if f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
-        value = f.default_factory()  # type: ignore[misc]
+    if f.default_factory is not dataclasses.MISSING:
+        value = f.default_factory()
         return repr(value) if value else "empty"
     return "required"
 
@@ -134,7 +134,9 @@ def _split(argv: Sequence[str], names: Sequence[str], passthrough: Mapping[str, 
 def _yaml_value(raw: str) -> Any:
     from omegaconf import OmegaConf
 
-    return OmegaConf.to_container(OmegaConf.from_dotlist([f"v={raw}"]))["v"]  # type: ignore[index]
+    # from_dotlist builds a DictConfig, so its container is a dict.
+    container = cast("dict[str, Any]", OmegaConf.to_container(OmegaConf.from_dotlist([f"v={raw}"])))
+    return container["v"]
 
 
 def parse_config(

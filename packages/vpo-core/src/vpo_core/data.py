@@ -17,6 +17,7 @@ Dataset envs share three needs that have nothing domain-specific in them:
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import logging
@@ -76,8 +77,8 @@ def read_jsonl(path: str | os.PathLike[str], *, expected: str) -> list[dict[str,
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        raise DataError(f"{path}, line {line}: not UTF-8 text ({exc.reason}); expected JSON Lines.") from exc
+        bad_line = raw[: exc.start].count(b"\n") + 1
+        raise DataError(f"{path}, line {bad_line}: not UTF-8 text ({exc.reason}); expected JSON Lines.") from exc
     rows: list[dict[str, Any]] = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -162,6 +163,10 @@ class RowReader:
     def fail(self, field: str, problem: str, expected: str | None = None) -> DataError:
         """The error for `field`, worded ``<where>, field '<field>': <problem>; expected <expected>.``."""
         return DataError(f"{self.where}, field {field!r}: {problem}; expected {expected or self.expected}.")
+
+    def error_for(self, field: str, expected: str | None = None) -> Callable[[str], DataError]:
+        """`fail` for `field` with the problem left open: the ``error`` argument of `check_type`."""
+        return functools.partial(self.fail, field, expected=expected)
 
     def get(self, field: str, kinds: type | tuple[type, ...], expected: str, *, default: Any = ...) -> Any:
         """The value of `field`, checked against `kinds`.

@@ -29,6 +29,7 @@ import numpy as np
 
 from vpo_core.env import TextEnv
 from vpo_core.pool import pool_summary
+from vpo_core.types import Mode
 
 __all__ = ["main", "score_pools"]
 
@@ -71,7 +72,7 @@ def score_pools(
     tasks: Sequence[Any],
     pools: dict[int, list[str]],
     *,
-    mode: str,
+    mode: Mode,
     m: int,
     extra: Extra | None = None,
 ) -> dict[str, Any]:

@@ -60,9 +60,7 @@ def as_gym(
 
 
 def _make_gym_class(gymnasium: Any) -> type:
-    spaces = gymnasium.spaces
-
-    class UnicodeTextSpace(spaces.Space):  # type: ignore[misc,name-defined]
+    class UnicodeTextSpace(gymnasium.spaces.Space):
         """Any Python string up to `max_length` characters (gymnasium's `Text` restricts the charset)."""
 
         def __init__(self, max_length: int, seed: int | None = None) -> None:
@@ -87,7 +85,7 @@ def _make_gym_class(gymnasium: Any) -> type:
         def __eq__(self, other: object) -> bool:
             return isinstance(other, UnicodeTextSpace) and other.max_length == self.max_length
 
-    class TextGymEnv(gymnasium.Env):  # type: ignore[misc,name-defined]
+    class TextGymEnv(gymnasium.Env):
         metadata: dict[str, Any] = {"render_modes": []}  # noqa: RUF012
 
         def __init__(self, text_env: TextEnv[Any, Any], *, split: str, mode: Mode, m: int, max_length: int) -> None:

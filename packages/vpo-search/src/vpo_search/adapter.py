@@ -9,6 +9,7 @@ as tests, implements `SearchableEnv` itself (env-lcb does).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -36,7 +37,7 @@ class AnswerSearch:
         """The wrapped env's id."""
         return self.env.env_id
 
-    def tasks(self, split: str) -> list[Task[Any]]:
+    def tasks(self, split: str) -> Sequence[Task[Any]]:
         """The wrapped env's tasks."""
         return self.env.tasks(split)
 

@@ -25,8 +25,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+from vpo_core import Mode
 from vpo_search.config import SearchConfig
 from vpo_search.context import SearchContext, forget_context, register_context
 from vpo_search.evaluator import EVALUATOR_TEMPLATE
@@ -86,7 +87,7 @@ def problem_dir(out: Path, arm: str, task_id: str) -> Path:
     return out / arm / task_id.replace("/", "__")
 
 
-def user_template(env: SearchableEnv, task: Any, mode: str, m: int) -> tuple[str, str]:
+def user_template(env: SearchableEnv, task: Any, mode: Mode, m: int) -> tuple[str, str]:
     """OpenEvolve's system message and ``full_rewrite_user`` template for a task.
 
     The env's own prompt (its multi-answer format when ``mode=multi``) comes first, then the evolution
@@ -167,8 +168,18 @@ def build_openevolve_config(options: SearchConfig, root: Path, system_message: s
     return config
 
 
+def _mode(options: SearchConfig) -> Mode:
+    """``options.mode`` as the protocol's `Mode`: SearchConfig checks it is single or multi (OmegaConf has no Literal)."""
+    return cast("Mode", options.mode)
+
+
 def _identity(options: SearchConfig, task: Any) -> dict[str, Any]:
-    values = {"env": options.env, "split": options.split, "arm": options.arm, "model": options.served_model}
+    values: dict[str, Any] = {
+        "env": options.env,
+        "split": options.split,
+        "arm": options.arm,
+        "model": options.served_model,
+    }
     values.update({"mode": options.mode, "m": options.m, "seed": options.seed, "task": task.id})
     return {key: values[key] for key in _IDENTITY}
 
@@ -189,7 +200,7 @@ def _prepare(env: SearchableEnv, task: Any, options: SearchConfig, root: Path) -
     context = SearchContext(
         env=env,
         task=task,
-        mode=options.mode,  # type: ignore[arg-type]
+        mode=_mode(options),
         m=options.m,
         iterations=options.iterations,
         seed=options.seed,
@@ -204,7 +215,7 @@ def _prepare(env: SearchableEnv, task: Any, options: SearchConfig, root: Path) -
     initial = root / f"initial_program{suffix}"
     if not initial.exists():
         initial.write_text(env.initial_program(task))
-    system, template = user_template(env, task, options.mode, options.m)
+    system, template = user_template(env, task, _mode(options), options.m)
     (root / "templates").mkdir(exist_ok=True)
     (root / "templates" / "full_rewrite_user.txt").write_text(template)
     (root / "system_message.txt").write_text(system)
@@ -249,8 +260,8 @@ def _openevolve_side_effects() -> Iterator[None]:
                 root_logger.removeHandler(handler)
                 handler.close()
         root_logger.setLevel(level)
-        for sig, handler in saved.items():
-            signal.signal(sig, handler)
+        for sig, previous in saved.items():
+            signal.signal(sig, previous)
 
 
 async def _round(config: Any, root: Path, iterations: int, deadline: float | None, started: float) -> None:
@@ -322,7 +333,7 @@ def search_problem(env: SearchableEnv, task: Any, options: SearchConfig, out: Pa
     root = problem_dir(out, options.arm, task.id)
     _prepare(env, task, options, root)
     ledger = Ledger(root)
-    system, _ = user_template(env, task, options.mode, options.m)
+    system, _ = user_template(env, task, _mode(options), options.m)
     config = build_openevolve_config(options, root, system, env.program_language)
     deadline = None if options.budget_s is None else time.time() + options.budget_s
     while True:

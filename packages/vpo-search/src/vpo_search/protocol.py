@@ -30,8 +30,19 @@ class SearchableEnv(Protocol):
         program_language: Fence language of its programs (``"python"``), used in the search's prompts.
     """
 
-    env_id: str
-    program_language: str
+    @property
+    def env_id(self) -> str:
+        """The env's registry id (read-only: a property or a plain attribute)."""
+        ...
+
+    @property
+    def program_language(self) -> str:
+        """Fence language of its programs (read-only: a property or a plain attribute)."""
+        ...
+
+    def tasks(self, split: str) -> Sequence[Task[Any]]:
+        """The split's tasks, as `vpo_core.TextEnv.tasks` gives them."""
+        ...
 
     def initial_program(self, task: Task[Any]) -> str:
         """The seed program of a search on `task` (a stub the model improves)."""
@@ -70,7 +81,7 @@ def check_searchable(env: object) -> SearchableEnv:
         TypeError: If a method or attribute of the protocol is missing.
     """
     needed = ("env_id", "program_language", "initial_program", "evaluate_program", "render_prompt", "parse")
-    missing = [name for name in (*needed, "spec_for", "is_success") if not hasattr(env, name)]
+    missing = [name for name in (*needed, "tasks", "spec_for", "is_success") if not hasattr(env, name)]
     if missing:
         raise TypeError(
             f"{type(env).__name__} cannot be searched: it lacks {', '.join(missing)}. A searchable env is a "

@@ -119,7 +119,7 @@ def score_trajectory(
 def _make_manager_class() -> type:
     from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
 
-    class VPORewardManager(RewardManagerBase):  # type: ignore[misc,valid-type]
+    class VPORewardManager(RewardManagerBase):
         """Reward manager for every method of the paper (``reward.reward_manager.name=vpo``)."""
 
         def __init__(
@@ -135,7 +135,7 @@ def _make_manager_class() -> type:
             # the env scores the whole assistant turn: what the template pre-fills, then the generated text
             self.prefill = template_prefill(tokenizer, dict(data.get("apply_chat_template_kwargs", {}) or {}))
 
-        async def run_single(self, data):  # type: ignore[no-untyped-def]
+        async def run_single(self, data):
             loop = asyncio.get_running_loop()
             item = data[-1:][0]
             responses = item.batch["responses"]
