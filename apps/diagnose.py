@@ -80,7 +80,7 @@ def _sample(label: str, checkpoint: str, config: DiagnoseConfig) -> str:
         *shlex.split(config.evaluate),
     ]
     print(f"sampling {checkpoint}: {shlex.join(command)}", file=sys.stderr)
-    if subprocess.run(command, check=False).returncode != 0:
+    if subprocess.run(command, check=False, stdout=sys.stderr).returncode != 0:  # stdout: the diagnosis only
         raise SystemExit(f"error: apps/evaluate.py failed on {checkpoint} (its message is above).")
     rows = json.loads((out / "results.json").read_text())
     files = [r["settings"]["file"] for r in rows.values() if r["settings"].get("conditioning") in (None, "w_star")]

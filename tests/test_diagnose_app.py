@@ -47,7 +47,7 @@ def test_a_checkpoint_is_sampled_by_the_evaluation_app(tmp_path, capsys, monkeyp
 
     calls = []
 
-    def fake_evaluate(command, check):
+    def fake_evaluate(command, check, stdout=None):
         calls.append(command)
         args = dict(a.split("=", 1) for a in command[2:])
         out = Path(args["out"])
