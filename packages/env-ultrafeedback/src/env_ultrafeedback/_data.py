@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -64,6 +65,13 @@ def _key(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def _row_error(where: str, number: int, field: str) -> Callable[[str], DataError]:
+    def error(problem: str) -> DataError:
+        return DataError(f"{where}: row {number}: {field}{problem}; expected {ROW_FORMAT}.")
+
+    return error
+
+
 def parse_rows(rows: list[dict[str, Any]], where: str) -> list[Prompt]:
     """Prompts of upstream rows, one per unique non-empty instruction (first occurrence wins).
 
@@ -73,18 +81,15 @@ def parse_rows(rows: list[dict[str, Any]], where: str) -> list[Prompt]:
     prompts: dict[str, Prompt] = {}
     dropped = {"empty instruction": 0, "duplicate instruction": 0}
     for number, row in enumerate(rows, start=1):
-
-        def error(message: str, number: int = number) -> DataError:
-            return DataError(f"{where}: row {number}: {message}; expected {ROW_FORMAT}.")
-
+        error = _row_error(where, number, "")
         check_type(row, dict, error)
-        instruction = check_type(row.get("instruction"), str, lambda m: error(f"instruction: {m}"))
-        source = check_type(row.get("source"), str, lambda m: error(f"source: {m}"))
-        completions = check_type(row.get("completions"), list, lambda m: error(f"completions: {m}"))
+        instruction = check_type(row.get("instruction"), str, _row_error(where, number, "instruction: "))
+        source = check_type(row.get("source"), str, _row_error(where, number, "source: "))
+        completions = check_type(row.get("completions"), list, _row_error(where, number, "completions: "))
         scored: list[tuple[float, int, str]] = []
         for j, c in enumerate(completions):
-            check_type(c, dict, lambda m, j=j: error(f"completions[{j}]: {m}"))
-            response = check_type(c.get("response"), str, lambda m, j=j: error(f"completions[{j}].response: {m}"))
+            check_type(c, dict, _row_error(where, number, f"completions[{j}]: "))
+            response = check_type(c.get("response"), str, _row_error(where, number, f"completions[{j}].response: "))
             score = c.get("overall_score")
             if isinstance(score, (int, float)) and not isinstance(score, bool) and response.strip():
                 scored.append((-float(score), j, response))

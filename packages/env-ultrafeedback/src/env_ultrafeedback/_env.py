@@ -172,7 +172,7 @@ class UltrafeedbackEnv(TextEnv[Prompt, str]):
         present = [i for i, c in enumerate(candidates) if c.answer is not None and c.answer.strip()]
         if present:
             scores = self.scorer.score(
-                [task.payload.instruction] * len(present), [candidates[i].answer for i in present]
+                [task.payload.instruction] * len(present), [candidates[i].answer or "" for i in present]
             )
             out[present] = np.clip(np.asarray(scores, dtype=np.float64), 0.0, 1.0)
         return out

@@ -79,7 +79,10 @@ class WeightsNotFoundError(FileNotFoundError):
 class RewardScorer(Protocol):
     """Anything that scores (prompt, response) pairs on named dimensions."""
 
-    names: tuple[str, ...]
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The d dimension names, in column order."""
+        ...
 
     def score(self, prompts: Sequence[str], responses: Sequence[str]) -> NDArray[np.float64]:
         """Rewards of each response to its prompt, shape (n, d)."""
@@ -111,7 +114,7 @@ def _remote_code_compat() -> None:
     from transformers.models.llama import modeling_llama
 
     if not hasattr(modeling_llama, "LLAMA_INPUTS_DOCSTRING"):
-        modeling_llama.LLAMA_INPUTS_DOCSTRING = ""
+        setattr(modeling_llama, "LLAMA_INPUTS_DOCSTRING", "")  # noqa: B010 - a name mypy does not know
 
 
 def _valid_utf8(text: str) -> str:

@@ -63,7 +63,7 @@ class ScoringServer:
     def url(self) -> str:
         """The root URL clients use, e.g. ``http://127.0.0.1:8765``."""
         host, port = self.httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{host.decode() if isinstance(host, bytes) else host}:{port}"
 
     def _describe(self) -> dict[str, Any]:
         describe = getattr(self.scorer, "describe", None)
@@ -176,7 +176,7 @@ class ScorerClient:
             ) from error
 
     @property
-    def names(self) -> tuple[str, ...]:  # type: ignore[override]
+    def names(self) -> tuple[str, ...]:
         """The server's dimension names (asked once)."""
         if self._names is None:
             names = tuple(self._request("/health")["names"])
