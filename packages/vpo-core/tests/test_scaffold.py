@@ -57,6 +57,7 @@ def test_the_package_has_the_standard_shape(workspace):
     assert meta["project"]["entry-points"]["vpo.envs"] == {"word-count-v1": "env_word_count:WordCountEnv"}
     assert meta["project"]["scripts"] == {"env-word-count": "env_word_count.cli:main"}
     assert "word-count-v1" in (package / "README.md").read_text()
+    assert "## 0.1.0" in (package / "CHANGELOG.md").read_text()  # RELEASING.md: a section per released version
 
 
 def test_the_workspace_root_installs_it(workspace):
