@@ -88,6 +88,7 @@ def test_changelog_has_an_entry_for_the_current_version(dist):
 # ``try`` that catches ImportError) need a base dependency or some extra of the package.
 EXTRA_SCOPES: dict[str, dict[str, tuple[str, ...]]] = {
     CORE: {
+        "vpo_core/adapters/local/trackers.py": ("local", "tracking"),
         "vpo_core/adapters/local/": ("local",),
         "vpo_core/adapters/verl/": ("verl",),
         "vpo_core/gym.py": ("gym",),

@@ -45,7 +45,7 @@ class _TensorBoard:
             from torch.utils.tensorboard import SummaryWriter
         except ImportError:
             raise ValueError(
-                "logger=tensorboard needs the tensorboard package: pip install tensorboard (or uv pip install "
+                "logger=tensorboard needs the tensorboard package: pip install 'vpo-core[tracking]' (or uv pip install "
                 "tensorboard), or drop it from logger=."
             ) from None
         self.writer = SummaryWriter(log_dir=str(run_dir / "tensorboard"))
@@ -65,7 +65,7 @@ class _Wandb:
             import wandb
         except ImportError:
             raise ValueError(
-                "logger=wandb needs the wandb package: pip install wandb (WANDB_MODE=offline works without an "
+                "logger=wandb needs the wandb package: pip install 'vpo-core[tracking]' (WANDB_MODE=offline works without an "
                 "account), or drop it from logger=."
             ) from None
         self.wandb = wandb
