@@ -13,6 +13,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = [
     "benchmarks/bench_core.py",
+    "benchmarks/bench_parsers.py",
     "packages/env-maze/benchmarks/bench_maze.py",
     "packages/env-musique/benchmarks/bench_musique.py",
     "packages/env-eureqa/benchmarks/bench_eureqa.py",
