@@ -245,6 +245,11 @@ def _bwrap_args(
     return [*args, "--", python, "-I", "-S", *program]
 
 
+def _popen_plain(args: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:
+    """Start the worker without bubblewrap (degraded mode), on binary pipes as `_popen_bwrap` does."""
+    return subprocess.Popen(args, **kwargs)
+
+
 def _popen_bwrap(args: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:
     """Start bubblewrap with its options on a pipe (``--args``): its command line shows no bind mount."""
     split = args.index("--")  # the options go through the pipe; the command stays on the command line
@@ -307,7 +312,7 @@ class _Worker:
         # bubblewrap's --die-with-parent (PR_SET_PDEATHSIG) fires when the *thread* that started it exits,
         # so every worker is started from one long-lived spawner thread, never from a short-lived caller.
         if self.degraded:
-            self.process = _SPAWNER.submit(subprocess.Popen, self.args, **kwargs).result()
+            self.process = _SPAWNER.submit(_popen_plain, self.args, **kwargs).result()
         else:
             self.process = _SPAWNER.submit(_popen_bwrap, self.args, **kwargs).result()
         assert self.process.stdin is not None
@@ -562,7 +567,7 @@ class Sandbox:
         if not (time_limit_s > 0 and memory_mb > 0 and output_mb > 0):
             raise ValueError(f"limits must be positive, got {time_limit_s=}, {memory_mb=}, {output_mb=}.")
         n = len(tests)
-        job = {
+        job: dict[str, Any] = {
             "code": str(code),
             "mode": "functional" if fn_name else "stdin",
             "fn_name": fn_name,

@@ -250,7 +250,8 @@ def new_policy(
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
     )
-    model = Qwen2ForCausalLM(config).to(device)
+    # transformers wraps .to with functools.wraps, whose stub loses the method binding
+    model = Qwen2ForCausalLM(config).to(device)  # type: ignore[arg-type]
     return Policy(model=model, tokenizer=tokenizer, device=torch.device(device))
 
 
@@ -295,5 +296,5 @@ def load_policy(path: str | Path, device: str = "cpu") -> Policy:
     if path.is_dir() and not (path / "config.json").exists():
         raise FileNotFoundError(f"{path} has no config.json: it is not a Hugging Face model directory.")
     tokenizer = load_tokenizer(path)
-    model = AutoModelForCausalLM.from_pretrained(path).to(device)
+    model = AutoModelForCausalLM.from_pretrained(path).to(device)  # type: ignore[arg-type]  # as above
     return Policy(model=model, tokenizer=tokenizer, device=torch.device(device))

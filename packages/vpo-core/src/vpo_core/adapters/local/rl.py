@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -11,7 +11,7 @@ import torch
 from vpo_core.adapters.local.config import TrainConfig
 from vpo_core.adapters.local.loss import actor_loss
 from vpo_core.adapters.local.policy import Policy
-from vpo_core.advantages import normalize_scalars, rollout_scalars
+from vpo_core.advantages import Std, normalize_scalars, rollout_scalars
 from vpo_core.env import TextEnv
 from vpo_core.methods import get_method, goal_weights
 from vpo_core.metrics import reward_diversity
@@ -56,7 +56,7 @@ def rl_step(
     spec = env.spec_for(tasks[0])
     goal = np.stack([goal_weights_for(env, t, config.seed) for t in tasks]) if method.goal_prompt else None
     prompts = [
-        policy.prompt_text(env.render_prompt(t, mode=mode, m=m, goal_weights=None if goal is None else goal[i]))  # type: ignore[arg-type]
+        policy.prompt_text(env.render_prompt(t, mode=mode, m=m, goal_weights=None if goal is None else goal[i]))
         for i, t in enumerate(tasks)
     ]
     texts, prompt_ids, response = policy.generate(
@@ -73,7 +73,7 @@ def rl_step(
     train = np.zeros_like(raw)
     for i, text in enumerate(texts):
         b, g = divmod(i, group)
-        candidates = env.parse(tasks[b], text, mode=mode, m=m)  # type: ignore[arg-type]
+        candidates = env.parse(tasks[b], text, mode=mode, m=m)
         raw[b, g] = env.rewards(tasks[b], candidates)
         train[b, g] = env.training_rewards(tasks[b], candidates) if mode == "multi" else raw[b, g]
     mask = policy.response_mask(response)
@@ -90,8 +90,12 @@ def rl_step(
         alpha=config.alpha,
         goal_weights=goal,
     )
+    # TrainConfig checks std is population or unbiased (OmegaConf has no Literal fields)
     advantages = normalize_scalars(
-        config.method, scalars, std=config.std, response_lengths=lengths if method.normalizer == "gdpo" else None
+        config.method,
+        scalars,
+        std=cast("Std", config.std),
+        response_lengths=lengths if method.normalizer == "gdpo" else None,
     )
     t_scored = time.perf_counter()
 
