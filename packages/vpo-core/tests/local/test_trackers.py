@@ -69,7 +69,9 @@ def test_wandb_offline_needs_no_account(tmp_path, monkeypatch):
 @pytest.mark.parametrize(("name", "package"), [("wandb", "wandb"), ("tensorboard", "torch.utils.tensorboard")])
 def test_a_missing_tracker_package_is_named(tmp_path, monkeypatch, name, package):
     monkeypatch.setitem(sys.modules, package, None)
-    with pytest.raises(ValueError, match=f"logger={name} needs the {name} package: pip install {name}"):
+    with pytest.raises(
+        ValueError, match=rf"logger={name} needs the {name} package: pip install 'vpo-core\[tracking\]'"
+    ):
         open_trackers([name], tmp_path, config={})
 
 
