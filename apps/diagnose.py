@@ -28,13 +28,14 @@ from pathlib import Path
 from typing import Any
 
 from vpo_core.cli_config import option, run_cli
+from vpo_core.registry import DEFAULT_ENV
 
 
 @dataclass
 class DiagnoseConfig:
     """Options of apps/diagnose.py."""
 
-    env: str = option("maze-v1", "env id: its reward spec gives w* and the dimension names")
+    env: str = option(DEFAULT_ENV, "env id: its reward spec gives w* and the dimension names")
     env_options: dict[str, Any] = option(  # noqa: RUF009 - option() is dataclasses.field with a help text
         help="env constructor options", default_factory=dict
     )

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from vpo_core.cli_config import ConfigError, HelpRequested, option, parse_config
+from vpo_core.registry import DEFAULT_ENV
 
 CONDITIONING_CHOICES = ("both", "w_star", "dirichlet")
 BACKENDS = ("auto", "transformers", "vllm")
@@ -45,7 +46,7 @@ class EvalConfig:
     with ``typing.get_type_hints``, which cannot resolve strings in a script run by runpy.
     """
 
-    env: str = option("maze-v1", "env id (vpo_core.list_envs())")
+    env: str = option(DEFAULT_ENV, "env id (vpo_core.list_envs())")
     env_options: dict[str, Any] = option(  # noqa: RUF009 - option() is dataclasses.field with a help text
         help="env constructor options", default_factory=dict
     )

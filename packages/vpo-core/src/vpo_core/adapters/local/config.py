@@ -11,6 +11,7 @@ from typing import Any
 
 from vpo_core.cli_config import option, parse_config
 from vpo_core.methods import METHODS, get_method
+from vpo_core.registry import DEFAULT_ENV
 
 __all__ = ["LOGGERS", "TrainConfig", "parse_overrides"]
 
@@ -68,7 +69,7 @@ class TrainConfig:
     Sampling settings left at None come from the env's profile (``env.profile``).
     """
 
-    env: str = option("maze-v1", "env id (vpo_core.make), e.g. maze-v1")
+    env: str = option(DEFAULT_ENV, "env id (vpo_core.make), e.g. maze-v1")
     env_options: dict[str, Any] = option(  # noqa: RUF009 - option() is dataclasses.field with a help text
         default_factory=dict, help="keyword arguments of the env's constructor, e.g. env.train_size=200"
     )

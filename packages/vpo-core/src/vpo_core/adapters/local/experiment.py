@@ -32,6 +32,7 @@ import numpy as np
 
 from vpo_core.cli_config import option, run_cli
 from vpo_core.methods import METHODS, get_method
+from vpo_core.registry import DEFAULT_ENV
 
 __all__ = ["ExperimentConfig", "Job", "main", "plan"]
 
@@ -40,7 +41,7 @@ __all__ = ["ExperimentConfig", "Job", "main", "plan"]
 class ExperimentConfig:
     """What the experiment runs (every field is a ``key=value`` option of ``apps/experiment.py``)."""
 
-    env: str = option("maze-v1", "env id")
+    env: str = option(DEFAULT_ENV, "env id")
     methods: str = option(
         "grpo,multi_rlvr,vpo,random_w,max_at_k,maxrl,goal_cond,gdpo", "methods, comma-separated (the paper's eight)"
     )
