@@ -23,7 +23,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -234,7 +234,7 @@ def run_jobs(config: ExperimentConfig, jobs: Sequence[Job]) -> None:
                 running[pool.submit(_run_job, config, job)] = job
             if not running:
                 break
-            finished = next(f for f in _wait_first(list(running)))
+            finished = next(iter(wait(running, return_when=FIRST_COMPLETED).done))
             job = running.pop(finished)
             try:
                 seconds = finished.result()
@@ -245,13 +245,6 @@ def run_jobs(config: ExperimentConfig, jobs: Sequence[Job]) -> None:
                 print(f"error: {exc}", file=sys.stderr)
     if failed:
         raise RuntimeError(f"{len(failed)} job(s) failed or were blocked: {sorted(failed)[:5]} ...")
-
-
-def _wait_first(futures: list[Any]) -> Any:
-    from concurrent.futures import FIRST_COMPLETED, wait
-
-    finished, _ = wait(futures, return_when=FIRST_COMPLETED)
-    return iter(finished)
 
 
 def collect(config: ExperimentConfig, jobs: Sequence[Job]) -> Path:
@@ -275,7 +268,7 @@ def collect(config: ExperimentConfig, jobs: Sequence[Job]) -> Path:
             np.savez_compressed(target, rewards=np.load(pool_file).astype(np.float32))
             records.append({**job.info, "label": label, "pool": str(target.relative_to(out))})
         run = job.info.get("run")
-        if run and job.info.get("method", "").startswith("warm") is False:
+        if run and not str(job.info["method"]).startswith("warm-"):
             run_out = out / "runs" / job.name.removeprefix("eval/").replace("/", "__")
             run_out.mkdir(parents=True, exist_ok=True)
             for name in ("config.json", "metrics.jsonl", "report.json"):

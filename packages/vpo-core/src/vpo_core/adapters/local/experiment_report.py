@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from vpo_core.metrics import collinearity
-from vpo_core.pool import KS, best_at_k_of_pool, task_pool_metrics
+from vpo_core.metrics import best_at_k_chains, best_at_k_curve, collinearity
+from vpo_core.pool import KS, task_pool_metrics
 from vpo_core.stats import Interval, bootstrap_ci, paired_difference_ci
 
 __all__ = ["arm_name", "per_task_metrics", "summarise", "write_report"]
@@ -40,13 +40,11 @@ def per_task_metrics(env: Any, rewards: np.ndarray, *, mode: str) -> dict[str, A
     tasks = list(env.tasks("test"))[: rewards.shape[0]]
     rows = [task_pool_metrics(env, task, pool, mode=mode, ks=KS) for task, pool in zip(tasks, rewards, strict=True)]
     out: dict[str, Any] = {key: np.array([row[key] for row in rows]) for key in rows[0]}
-    size = rewards.shape[1] * rewards.shape[2] if mode == "multi" else rewards.shape[1]
-    out["curve"] = np.array(
-        [
-            [best_at_k_of_pool(env.spec_for(task).scalarize(pool), k, mode=mode) for k in range(1, size + 1)]
-            for task, pool in zip(tasks, rewards, strict=True)
-        ]
-    )
+    scores = np.stack([env.spec_for(task).scalarize(pool) for task, pool in zip(tasks, rewards, strict=True)])
+    if mode == "multi":  # (T, n, m) chains: one batched estimator call per k
+        out["curve"] = np.stack([best_at_k_chains(scores, k) for k in range(1, scores[0].size + 1)], axis=1)
+    else:
+        out["curve"] = best_at_k_curve(scores[:, :, 0])
     out["collinearity"] = collinearity(rewards.reshape(-1, rewards.shape[-1]))
     return out
 
