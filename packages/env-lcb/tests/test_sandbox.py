@@ -57,6 +57,26 @@ def test_stdin_and_functional_programs_get_per_test_verdicts(sandbox):
     assert sandbox.grade(plain, [{"input": "1\n2", "output": "3"}], fn_name="add").verdicts == ["ok"]
 
 
+def test_programs_get_lcb_interpreter_limits_and_importing_the_worker_leaves_ours_alone(sandbox):
+    import subprocess
+    import sys
+
+    # LiveCodeBench raises the recursion limit and the int-to-str digit limit for the program.
+    program = (
+        "import sys\nsys.set_int_max_str_digits\n"
+        "def depth(n):\n    return 0 if n == 0 else 1 + depth(n - 1)\n"
+        "print(depth(10000), len(str(10 ** 10000)))"
+    )
+    assert sandbox.grade(program, [{"input": "", "output": "10000 10001"}]).verdicts == ["ok"]
+    # Importing the worker module (tests do, for its helpers) must not change the importer's limits.
+    probe = "import sys, env_lcb.sandbox.worker; print(sys.get_int_max_str_digits(), sys.getrecursionlimit())"
+    before = subprocess.run(
+        [sys.executable, "-c", probe.replace(", env_lcb.sandbox.worker", "")], capture_output=True, text=True
+    )
+    after = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert after.stdout == before.stdout
+
+
 def test_lcb_comparison_rules():
     assert compare_stdout("1 2\n3.0  \n\n", "1 2\n3")
     assert compare_stdout("0.50", "0.5")

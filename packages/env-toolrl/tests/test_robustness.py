@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -56,8 +58,21 @@ _PIECES = st.one_of(
 _HOSTILE = st.lists(_PIECES, max_size=25).map("".join)
 
 
-def test_a_5000_digit_integer_in_a_call_is_a_malformed_call():
+@pytest.fixture(params=[(4300, 1000), (50_000, 50_000)], ids=["default-limits", "lcb-limits"])
+def interpreter_limits(request):
+    """Run under Python's default int-digit and recursion limits, then under the raised ones a
+    LiveCodeBench-style grader sets in its process: parsing and scoring must not depend on them."""
+    saved = sys.get_int_max_str_digits(), sys.getrecursionlimit()
+    sys.set_int_max_str_digits(request.param[0])
+    sys.setrecursionlimit(request.param[1])
+    yield
+    sys.set_int_max_str_digits(saved[0])
+    sys.setrecursionlimit(saved[1])
+
+
+def test_a_5000_digit_integer_in_a_call_is_a_malformed_call(interpreter_limits):
     # json raises a plain ValueError (not JSONDecodeError) past 4,300 digits; it used to crash scoring.
+    # The parser enforces that limit itself, so a process that raised Python's limit parses the same.
     body = f'{{"name": "get_weather", "parameters": {{"city": "Paris", "days": {HUGE}}}}}'
     assert parse_tool_calls(body) == ()
     assert parse_tool_calls(f"[{body}]") == ()
@@ -73,7 +88,7 @@ def test_deeply_nested_json_is_a_malformed_call():
     assert parse_tool_calls('{"name": "a", "parameters": ' + "[" * 100_000 + "]" * 100_000 + "}") == ()
 
 
-def test_numbers_beyond_float_range_never_match_and_never_raise():
+def test_numbers_beyond_float_range_never_match_and_never_raise(interpreter_limits):
     # 10**400 − 3.0 overflows a float: an int prediction against a float gold used to raise OverflowError.
     assert value_match(10**400, 3.0) == 0.0
     assert value_match(3.0, 10**400) == 0.0
@@ -84,7 +99,7 @@ def test_numbers_beyond_float_range_never_match_and_never_raise():
     nested: list = []
     for _ in range(5000):
         nested = [nested]
-    assert value_match(nested, ["a"]) == 0.0
+    assert value_match(nested, ["paris"]) == 0.0
     assert value_match({"k": nested}, 3) == 0.0
     text = '<think>t</think>\n<tool_call>\n{"name": "get_weather", "parameters": {"city": "Paris", "days": 1e999}}\n</tool_call>'
     np.testing.assert_allclose(score_reply(text, GOLD), [1, 1, 1, 0.5])

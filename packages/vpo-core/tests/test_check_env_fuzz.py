@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -133,9 +134,22 @@ def test_a_linear_total_parser_passes():
         (_NulAssert, r"NUL bytes\]: parse raised ValueError: embedded null byte"),
     ],
 )
-def test_check_env_catches_crashes_on_hostile_shapes(env_cls, message):
-    with pytest.raises(EnvCheckError, match=message):
-        check_env(env_cls(), fuzz_chars=20_000, max_tasks=1)
+@pytest.mark.parametrize("raised_limits", [False, True], ids=["default-limits", "raised-limits"])
+def test_check_env_catches_crashes_on_hostile_shapes(env_cls, message, raised_limits):
+    # A checking process that raised Python's limits (as a LiveCodeBench-style grader does) must still
+    # find the crashes a fresh interpreter would hit, and get its own limits back afterwards.
+    saved = sys.get_int_max_str_digits(), sys.getrecursionlimit()
+    if raised_limits:
+        sys.set_int_max_str_digits(50_000)
+        sys.setrecursionlimit(50_000)
+    try:
+        before = sys.get_int_max_str_digits(), sys.getrecursionlimit()
+        with pytest.raises(EnvCheckError, match=message):
+            check_env(env_cls(), fuzz_chars=20_000, max_tasks=1)
+        assert (sys.get_int_max_str_digits(), sys.getrecursionlimit()) == before
+    finally:
+        sys.set_int_max_str_digits(saved[0])
+        sys.setrecursionlimit(saved[1])
 
 
 def test_check_env_bounds_the_time_of_each_input():

@@ -19,6 +19,7 @@ from vpo_core.data import (
     read_jsonl,
     read_parquet,
 )
+from vpo_core.testing import interpreter_default_limits
 
 
 def test_read_jsonl_names_the_line(tmp_path):
@@ -38,7 +39,7 @@ def test_read_jsonl_names_the_line(tmp_path):
     with pytest.raises(DataError, match=r"rows.jsonl is empty"):
         read_jsonl(path, expected="{a}")
     path.write_text('{"a": ' + "9" * 5000 + "}\n")
-    with pytest.raises(DataError, match=r"line 1: not valid JSON \(Exceeds the limit"):
+    with interpreter_default_limits(), pytest.raises(DataError, match=r"line 1: not valid JSON \(Exceeds the limit"):
         read_jsonl(path, expected="{a}")
     with pytest.raises(FileNotFoundError):
         read_jsonl(tmp_path / "absent.jsonl", expected="{a}")

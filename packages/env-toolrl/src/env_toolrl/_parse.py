@@ -16,7 +16,21 @@ __all__ = ["ParsedReply", "ToolCall", "parse_reply", "parse_tool_calls"]
 
 _JSON_ERRORS = (ValueError, RecursionError)
 """What `json` raises on untrusted text: `json.JSONDecodeError` (a ValueError), the plain ValueError of
-Python's 4,300-digit limit on integer literals, and RecursionError on deeply nested arrays/objects."""
+an integer literal over `MAX_INT_DIGITS` digits, and RecursionError on deeply nested arrays/objects."""
+
+MAX_INT_DIGITS = 4300
+"""Longest integer literal a call may hold: Python's default int/str limit, enforced here so the parse
+does not depend on whatever limit the importing process set (LiveCodeBench-style graders raise it)."""
+
+
+def _bounded_int(literal: str) -> int:
+    """`int(literal)`, or ValueError for a literal over `MAX_INT_DIGITS` digits (a malformed call)."""
+    if len(literal) - literal.startswith("-") > MAX_INT_DIGITS:
+        raise ValueError(f"integer literal of more than {MAX_INT_DIGITS} digits")
+    return int(literal)
+
+
+_DECODER = json.JSONDecoder(parse_int=_bounded_int)
 
 
 @dataclass(frozen=True)
@@ -40,7 +54,6 @@ class ParsedReply:
 
 def _objects(text: str) -> list[Any]:
     """JSON objects separated by whitespace or commas; stops at the first thing that is not one."""
-    decoder = json.JSONDecoder()
     out, i, n = [], 0, len(text)
     while i < n:
         while i < n and text[i] in " \t\r\n,":
@@ -48,7 +61,7 @@ def _objects(text: str) -> list[Any]:
         if i >= n or text[i] != "{":
             break
         try:
-            obj, i = decoder.raw_decode(text, i)
+            obj, i = _DECODER.raw_decode(text, i)
         except _JSON_ERRORS:
             break
         out.append(obj)
@@ -62,7 +75,7 @@ def parse_tool_calls(body: str) -> tuple[ToolCall, ...]:
         return ()
     if text.startswith("["):
         try:
-            loaded = json.loads(text)
+            loaded = _DECODER.decode(text)
         except _JSON_ERRORS:
             loaded = []
         objects = loaded if isinstance(loaded, list) else []

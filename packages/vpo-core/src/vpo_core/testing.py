@@ -13,12 +13,14 @@ must parse and score within a time bound, so a parser quadratic in its input fai
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import pickle
 import re
 import string
+import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -28,7 +30,7 @@ from vpo_core.registry import list_envs, resolve_env_class
 from vpo_core.spec import RewardSpec
 from vpo_core.types import Task
 
-__all__ = ["EnvCheckError", "adversarial_completions", "check_env", "markers"]
+__all__ = ["EnvCheckError", "adversarial_completions", "check_env", "interpreter_default_limits", "markers"]
 
 
 class EnvCheckError(AssertionError):
@@ -205,6 +207,23 @@ def _check_parse(env: TextEnv[Any, Any], task: Task[Any], text: str, mode: str, 
     return rewards
 
 
+@contextlib.contextmanager
+def interpreter_default_limits() -> Iterator[None]:
+    """Python's default limits for the duration: 4,300 digits per int/str conversion, recursion 1,000.
+
+    A parser that crashes under them crashes in a fresh interpreter (a Ray reward worker), whatever
+    limits the checking process has raised (a LiveCodeBench-style grader raises both).
+    """
+    saved = sys.get_int_max_str_digits(), sys.getrecursionlimit()
+    sys.set_int_max_str_digits(4300)
+    sys.setrecursionlimit(1000)
+    try:
+        yield
+    finally:
+        sys.set_int_max_str_digits(saved[0])
+        sys.setrecursionlimit(saved[1])
+
+
 def check_env(
     env: TextEnv[Any, Any],
     *,
@@ -273,7 +292,8 @@ def check_env(
                 _fail(f"{where}: task id {task.id} is used in splits {ids[task.id]!r} and {split!r}.")
             digests[digest] = split
             ids[task.id] = split
-            _check_task(env, clone, task, m, garbage, where, fuzz_chars, time_limit_s)
+            with interpreter_default_limits():
+                _check_task(env, clone, task, m, garbage, where, fuzz_chars, time_limit_s)
 
 
 def _check_task(

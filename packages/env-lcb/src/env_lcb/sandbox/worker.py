@@ -202,12 +202,10 @@ _AFTER_FORK = ctypes.pythonapi.PyOS_AfterFork_Child
 _AFTER_FORK.restype = None
 _AFTER_FORK.argtypes = ()
 
-# The zygote step: the preamble runs once; every child is a fresh copy-on-write copy, so a test
-# executes the program directly in this namespace and its writes die with it.
-_PREAMBLE_CODE = compile(PREAMBLE, "<preamble>", "exec")
-_PREAMBLE_SCOPE = {"__name__": "__preamble__", "__builtins__": __builtins__}
-exec(_PREAMBLE_CODE, _PREAMBLE_SCOPE)
-sys.set_int_max_str_digits(50000)  # as LiveCodeBench does at import (3.11 refuses ints over 4300 digits)
+# The zygote step: the preamble runs once, in the zygote (`main`), never at import, so importing this
+# module leaves the importer's interpreter limits alone; every child is a fresh copy-on-write copy, so
+# a test executes the program directly in this namespace and its writes die with it.
+_PREAMBLE_SCOPE: dict = {"__name__": "__preamble__", "__builtins__": __builtins__}
 
 # The only writable directory: /tmp inside bubblewrap; a private temporary directory in degraded mode.
 SCRATCH = os.environ.get("VPO_SANDBOX_SCRATCH", "/tmp")
@@ -623,6 +621,8 @@ def main():
         os.set_inheritable(3, True)
         os.closerange(4, 1 << 16)  # the host pipes, the broker's socket end
         global _TEST_STREAMS
+        exec(compile(PREAMBLE, "<preamble>", "exec"), _PREAMBLE_SCOPE)  # sets the recursion limit to 50000
+        sys.set_int_max_str_digits(50000)  # as LiveCodeBench does at import (3.11 refuses ints over 4300 digits)
         # Text wrappers over fds 0-2 with empty buffers, made once: each child dup2()s its memfds under them.
         _TEST_STREAMS = (open(0, closefd=False), open(1, "w", closefd=False), open(2, "w", closefd=False))  # noqa: SIM115
         gc.freeze()  # the zygote's objects move to the permanent generation: children's collections skip them
