@@ -200,6 +200,12 @@ class Policy:
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Log-probabilities of the response tokens under the model.
 
+        Rows that share a prompt (a GRPO group) share its forward pass: each distinct prompt runs once,
+        its key/value cache is gathered to the rows, and only the responses run per row. This is the
+        same computation as one forward over every prompt + response (values and gradients agree to
+        float rounding: ``tests/local/test_policy_log_probs.py``), with the prompt work divided by the
+        group size.
+
         Args:
             prompt_ids: Left-padded prompt ids, shape (N, L_p).
             response: Right-padded response ids, shape (N, L_r).
@@ -208,19 +214,39 @@ class Policy:
         Returns:
             Log-probs, shape (N, L_r), and the entropies (N, L_r) or None.
         """
-        pad = self.tokenizer.pad_token_id
-        ids = torch.cat([prompt_ids, response], dim=1)
-        attention = torch.cat([(prompt_ids != pad), torch.ones_like(response, dtype=torch.bool)], dim=1).long()
-        positions = (attention.cumsum(dim=1) - 1).clamp(min=0)
-        # the LM head runs only where a response token is predicted (the last L_r + 1 positions)
-        logits = self.model(
-            input_ids=ids, attention_mask=attention, position_ids=positions, logits_to_keep=response.shape[1] + 1
-        ).logits
-        logits = logits[:, :-1, :].float()
+        logits = self._response_logits(prompt_ids, response).float()
         logp = F.log_softmax(logits, dim=-1)
         token_logp = torch.gather(logp, 2, response.unsqueeze(-1)).squeeze(-1)
         entropy = -(logp.exp() * logp).sum(-1) if with_entropy else None
         return token_logp, entropy
+
+    def _response_logits(self, prompt_ids: torch.Tensor, response: torch.Tensor) -> torch.Tensor:
+        """The logits predicting each response token, shape (N, L_r, V): prompts once, responses per row."""
+        pad = self.tokenizer.pad_token_id
+        prompts, row_prompt = torch.unique(prompt_ids, dim=0, return_inverse=True)  # (U, L_p), (N,)
+        prompt_mask = (prompts != pad).long()
+        prompt_out = self.model(
+            input_ids=prompts,
+            attention_mask=prompt_mask,
+            position_ids=(prompt_mask.cumsum(dim=1) - 1).clamp(min=0),
+            use_cache=True,
+            logits_to_keep=1,  # the last prompt position predicts the first response token
+        )
+        cache = prompt_out.past_key_values
+        cache.batch_select_indices(row_prompt)  # (U, ...) -> (N, ...): a gather, so gradients sum per prompt
+        first = prompt_out.logits[row_prompt]  # (N, 1, V)
+        if response.shape[1] == 1:
+            return first
+        row_mask = prompt_mask[row_prompt]
+        steps = torch.arange(response.shape[1] - 1, device=response.device)
+        rest = self.model(
+            input_ids=response[:, :-1],
+            attention_mask=torch.cat([row_mask, torch.ones_like(response[:, :-1])], dim=1),
+            position_ids=row_mask.sum(dim=1, keepdim=True) + steps,
+            past_key_values=cache,
+            use_cache=True,
+        ).logits  # (N, L_r - 1, V): position t predicts response token t + 1
+        return torch.cat([first, rest], dim=1)
 
 
 def new_policy(

@@ -1,0 +1,68 @@
+"""Policy.log_probs shares each distinct prompt's forward pass across its rows: values and gradients
+must equal one plain forward over every prompt + response."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from vpo_core.adapters.local.policy import new_policy
+
+TEXTS = ["go left then right", "UP DOWN LEFT RIGHT <route_1> </route_1>", "a maze of 9 by 9 cells"] * 4
+
+
+def _policy():
+    return new_policy(TEXTS, vocab_size=300, hidden_size=32, layers=2, heads=2, seed=0, max_positions=128)
+
+
+def _full_forward_log_probs(policy, prompt_ids, response):
+    """The reference: one forward over prompt + response per row, no sharing."""
+    pad = policy.tokenizer.pad_token_id
+    ids = torch.cat([prompt_ids, response], dim=1)
+    attention = torch.cat([(prompt_ids != pad), torch.ones_like(response, dtype=torch.bool)], dim=1).long()
+    positions = (attention.cumsum(dim=1) - 1).clamp(min=0)
+    logits = policy.model(input_ids=ids, attention_mask=attention, position_ids=positions).logits
+    logp = F.log_softmax(logits[:, prompt_ids.shape[1] - 1 : -1, :].float(), dim=-1)
+    return torch.gather(logp, 2, response.unsqueeze(-1)).squeeze(-1)
+
+
+def _batch(policy, group: int):
+    """Three prompts of different lengths (left-padded), `group` rows each, in a shuffled row order."""
+    prompts = ["go left", "a maze of 9 by 9 cells then go", "UP"]
+    enc = policy.tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
+    prompt_ids = enc["input_ids"].repeat_interleave(group, dim=0)
+    generator = torch.Generator().manual_seed(0)
+    response = torch.randint(6, len(policy.tokenizer), (prompt_ids.shape[0], 7), generator=generator)
+    response[0, 4:] = policy.tokenizer.pad_token_id  # a finished row: padding after its end
+    order = torch.randperm(prompt_ids.shape[0], generator=generator)
+    return prompt_ids[order], response[order]
+
+
+def test_shared_prompt_log_probs_equal_a_full_forward_in_value_and_gradient():
+    policy = _policy()
+    prompt_ids, response = _batch(policy, group=4)
+    assert (prompt_ids == policy.tokenizer.pad_token_id).any()  # left padding is exercised
+
+    shared, entropy = policy.log_probs(prompt_ids, response, with_entropy=True)
+    shared.sum().backward()
+    shared_grads = [p.grad.clone() for p in policy.model.parameters()]
+    policy.model.zero_grad()
+    full = _full_forward_log_probs(policy, prompt_ids, response)
+    full.sum().backward()
+    full_grads = [p.grad.clone() for p in policy.model.parameters()]
+
+    assert shared.shape == response.shape and entropy is not None and entropy.shape == response.shape
+    torch.testing.assert_close(shared, full, atol=1e-5, rtol=1e-5)
+    for got, want in zip(shared_grads, full_grads, strict=True):
+        torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-4)
+
+
+def test_log_probs_of_distinct_prompts_and_one_token_responses():
+    policy = _policy()
+    prompt_ids, response = _batch(policy, group=1)  # no sharing at all
+    with torch.no_grad():
+        torch.testing.assert_close(
+            policy.log_probs(prompt_ids, response)[0], _full_forward_log_probs(policy, prompt_ids, response)
+        )
+        one = response[:, :1]
+        torch.testing.assert_close(policy.log_probs(prompt_ids, one)[0], _full_forward_log_probs(policy, prompt_ids, one))
