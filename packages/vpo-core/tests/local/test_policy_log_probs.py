@@ -51,7 +51,9 @@ def test_shared_prompt_log_probs_equal_a_full_forward_in_value_and_gradient():
     full.sum().backward()
     full_grads = [p.grad.clone() for p in policy.model.parameters()]
 
-    assert shared.shape == response.shape and entropy is not None and entropy.shape == response.shape
+    assert shared.shape == response.shape
+    assert entropy is not None
+    assert entropy.shape == response.shape
     torch.testing.assert_close(shared, full, atol=1e-5, rtol=1e-5)
     for got, want in zip(shared_grads, full_grads, strict=True):
         torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-4)
@@ -65,4 +67,6 @@ def test_log_probs_of_distinct_prompts_and_one_token_responses():
             policy.log_probs(prompt_ids, response)[0], _full_forward_log_probs(policy, prompt_ids, response)
         )
         one = response[:, :1]
-        torch.testing.assert_close(policy.log_probs(prompt_ids, one)[0], _full_forward_log_probs(policy, prompt_ids, one))
+        torch.testing.assert_close(
+            policy.log_probs(prompt_ids, one)[0], _full_forward_log_probs(policy, prompt_ids, one)
+        )

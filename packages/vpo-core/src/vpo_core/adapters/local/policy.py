@@ -159,6 +159,10 @@ class Policy:
             pad_token_id=self.tokenizer.pad_token_id,
             eos_token_id=self.tokenizer.eos_token_id,
             suppress_tokens=[self.tokenizer.pad_token_id],
+            # a preallocated cache instead of one that grows by concatenation every token (measured: a
+            # third of the decode time of the default run's 64 rollouts); never compiled, as tested
+            cache_implementation="static",
+            disable_compile=True,
         )
         response = out[:, input_ids.shape[1] :]
         # everything after the first EOS is padding
