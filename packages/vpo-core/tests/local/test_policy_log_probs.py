@@ -12,7 +12,14 @@ TEXTS = ["go left then right", "UP DOWN LEFT RIGHT <route_1> </route_1>", "a maz
 
 
 def _policy():
-    return new_policy(TEXTS, vocab_size=300, hidden_size=32, layers=2, heads=2, seed=0, max_positions=128)
+    """A tiny random model whose next-token distribution depends strongly on the context (large weights),
+    so a prompt's cache reaching the wrong rows changes what is sampled."""
+    policy = new_policy(TEXTS, vocab_size=300, hidden_size=32, layers=2, heads=2, seed=0, max_positions=128)
+    with torch.no_grad():
+        for name, parameter in policy.model.named_parameters():
+            if "norm" not in name:
+                parameter.normal_(std=0.3)
+    return policy
 
 
 def _full_forward_log_probs(policy, prompt_ids, response):
@@ -70,3 +77,29 @@ def test_log_probs_of_distinct_prompts_and_one_token_responses():
         torch.testing.assert_close(
             policy.log_probs(prompt_ids, one)[0], _full_forward_log_probs(policy, prompt_ids, one)
         )
+
+
+def test_generate_with_shared_prompt_prefill_samples_what_plain_generate_samples():
+    policy = _policy()
+    prompts = ["go left", "a maze of 9 by 9 cells then go", "UP"]  # different lengths: left padding
+    texts, prompt_ids, response = policy.generate(prompts, num_samples=4, max_new_tokens=12, temperature=1.0, seed=3)
+
+    enc = policy.tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
+    torch.manual_seed(3)
+    with torch.no_grad():
+        plain = policy.model.generate(  # transformers' own prefill of every row, growing cache
+            input_ids=enc["input_ids"].repeat_interleave(4, dim=0),
+            attention_mask=enc["attention_mask"].repeat_interleave(4, dim=0),
+            do_sample=True,
+            temperature=1.0,
+            top_k=0,
+            max_new_tokens=12,
+            pad_token_id=policy.tokenizer.pad_token_id,
+            eos_token_id=policy.tokenizer.eos_token_id,
+            suppress_tokens=[policy.tokenizer.pad_token_id],
+        )[:, prompt_ids.shape[1] :]
+    eos = plain == policy.tokenizer.eos_token_id
+    plain = plain.masked_fill(torch.cumsum(eos.int(), dim=1) - eos.int() > 0, policy.tokenizer.pad_token_id)
+    assert len(texts) == 12
+    torch.testing.assert_close(prompt_ids, enc["input_ids"].repeat_interleave(4, dim=0))
+    torch.testing.assert_close(response, plain, rtol=0, atol=0)

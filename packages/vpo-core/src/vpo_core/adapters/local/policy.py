@@ -17,6 +17,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+from transformers.cache_utils import StaticCache, StaticLayer
 
 from vpo_core.adapters.local.samplers import render_chat
 from vpo_core.types import Message
@@ -146,8 +147,13 @@ class Policy:
     ) -> tuple[list[str], torch.Tensor, torch.Tensor]:
         self.model.eval()
         enc = self.tokenizer(list(prompts), return_tensors="pt", padding=True, add_special_tokens=False)
-        input_ids = enc["input_ids"].repeat_interleave(num_samples, dim=0).to(self.device)
-        attention = enc["attention_mask"].repeat_interleave(num_samples, dim=0).to(self.device)
+        prompt_ids, prompt_mask = enc["input_ids"].to(self.device), enc["attention_mask"].to(self.device)
+        input_ids = prompt_ids.repeat_interleave(num_samples, dim=0)
+        attention = prompt_mask.repeat_interleave(num_samples, dim=0)
+        # A preallocated cache instead of one that grows by concatenation every token (measured: a third
+        # of the decode time of the default run's 64 rollouts), holding each prompt's prefill computed
+        # once for its `num_samples` rows; never compiled (as tested).
+        cache = self._prompt_cache(prompt_ids, prompt_mask, num_samples, prompt_ids.shape[1] + max_new_tokens)
         out = self.model.generate(
             input_ids=input_ids,
             attention_mask=attention,
@@ -159,10 +165,8 @@ class Policy:
             pad_token_id=self.tokenizer.pad_token_id,
             eos_token_id=self.tokenizer.eos_token_id,
             suppress_tokens=[self.tokenizer.pad_token_id],
-            # a preallocated cache instead of one that grows by concatenation every token (measured: a
-            # third of the decode time of the default run's 64 rollouts); never compiled, as tested
-            cache_implementation="static",
             disable_compile=True,
+            **({"past_key_values": cache} if cache is not None else {"cache_implementation": "static"}),
         )
         response = out[:, input_ids.shape[1] :]
         # everything after the first EOS is padding
@@ -171,6 +175,33 @@ class Policy:
         response = response.masked_fill(after, self.tokenizer.pad_token_id)
         texts = self.tokenizer.batch_decode(response, skip_special_tokens=True)
         return texts, input_ids, response
+
+    def _prompt_cache(
+        self, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, rows_per_prompt: int, length: int
+    ) -> StaticCache | None:
+        """A static KV cache of every prompt but its last token, each computed once for its rows.
+
+        Returns None for a model with any layer that is not plain full attention (sliding windows,
+        linear attention): generate then prefills a static cache itself.
+
+        Args:
+            prompt_ids: Left-padded prompt ids, shape (P, L_p).
+            prompt_mask: Their attention mask, shape (P, L_p).
+            rows_per_prompt: Rows per prompt in the generation batch (prompt-major), G.
+            length: The cache's positions, at least L_p + the longest completion.
+        """
+        cache = StaticCache(config=self.model.config, max_cache_len=length)
+        if prompt_ids.shape[1] < 2 or not all(type(layer) is StaticLayer for layer in cache.layers):
+            return None
+        head, head_mask = prompt_ids[:, :-1], prompt_mask[:, :-1]
+        # positions as generate numbers them for left padding (pads get 1; they are masked out anyway)
+        positions = (head_mask.cumsum(dim=1) - 1).masked_fill(head_mask == 0, 1)
+        prefill = self.model(input_ids=head, attention_mask=head_mask, position_ids=positions, use_cache=True)
+        for index, layer in enumerate(prefill.past_key_values.layers):
+            keys = layer.keys.repeat_interleave(rows_per_prompt, dim=0)
+            values = layer.values.repeat_interleave(rows_per_prompt, dim=0)
+            cache.update(keys, values, index)
+        return cache
 
     def sample(
         self,
