@@ -94,3 +94,36 @@ def test_summary_interval_covers_zero_without_a_difference(tmp_path):
     index = _fake_experiment(tmp_path, shift=0.0)
     diff = summarise(index, vpo_core.make("maze-v1"))["differences"]["vpo - grpo"]["mean_w_star"]
     assert diff["low"] <= 0 <= diff["high"]
+
+
+def test_goal_conditioned_arms_get_the_papers_goal_table(tmp_path):
+    index = _fake_experiment(tmp_path, shift=0.1)
+    data = json.loads(index.read_text())
+    rng = np.random.default_rng(2)
+    for seed in range(3):
+        for conditioning in ("w_star", "dirichlet"):
+            name = f"pools/goal_cond-{seed}-{conditioning}.npz"
+            np.savez_compressed(tmp_path / name, rewards=rng.random((20, 12, 1, 4)).astype(np.float32))
+            run = f"runs/main/goal_cond-seed{seed}"
+            data["pools"].append(
+                {"variant": "main", "method": "goal_cond", "seed": seed, "mode": "single"}
+                | {"label": f"goal_cond-seed{seed}@{conditioning}", "run": run, "pool": name}
+            )
+    index.write_text(json.dumps(data))
+    env = vpo_core.make("maze-v1")
+    summary = summarise(index, env)
+    assert {"goal_cond@w_star", "goal_cond@dirichlet", "vpo"} <= set(summary["arms"])
+    pool = np.load(tmp_path / "pools/goal_cond-0-w_star.npz")["rewards"].astype(np.float64)
+    assert np.isclose(
+        per_task_metrics(env, pool, mode="single")["best@6"].mean(),
+        best_at_k(pool[..., 0, :] @ np.asarray(env.reward_spec.w_star), 6).mean(),
+    )
+    for arm in ("goal_cond@w_star", "goal_cond@dirichlet", "vpo"):
+        assert {"best@3", "best@6", "E_w[best@3]", "E_w[best@6]"} <= set(summary["arms"][arm])
+    table = write_report(index).read_text()
+    goal_table = table[table.index("| goal-conditioned table") :]
+    assert [line.split(" | ")[0] for line in goal_table.splitlines()[2:]] == [
+        "| goal_cond@dirichlet",
+        "| goal_cond@w_star",
+        "| vpo",
+    ]

@@ -24,6 +24,11 @@ from vpo_core.stats import Interval, bootstrap_ci, paired_difference_ci
 
 __all__ = ["arm_name", "per_task_metrics", "summarise", "write_report"]
 
+METRICS = (*(f"best@{k}" for k in KS), "E_w[best@5]", "pass@10", "diversity", "mean_w_star")
+GOAL_METRICS = ("best@3", "best@6", "E_w[best@3]", "E_w[best@6]")
+"""The columns of the paper's goal-conditioned table (goal-conditioned GRPO under w* and w ~ Dir(1) vs VPO)."""
+REPORT_KS = tuple(sorted({*KS, 6}))
+
 
 def per_task_metrics(env: Any, rewards: np.ndarray, *, mode: str) -> dict[str, Any]:
     """Per-task metrics of one model's pools on the first T test tasks (through `vpo_core.pool`'s k-loop).
@@ -38,7 +43,9 @@ def per_task_metrics(env: Any, rewards: np.ndarray, *, mode: str) -> dict[str, A
         best@k for k = 1..K, and ``"collinearity"`` (a float: ρ̄ of the whole pool).
     """
     tasks = list(env.tasks("test"))[: rewards.shape[0]]
-    rows = [task_pool_metrics(env, task, pool, mode=mode, ks=KS) for task, pool in zip(tasks, rewards, strict=True)]
+    rows = [
+        task_pool_metrics(env, task, pool, mode=mode, ks=REPORT_KS) for task, pool in zip(tasks, rewards, strict=True)
+    ]
     out: dict[str, Any] = {key: np.array([row[key] for row in rows]) for key in rows[0]}
     scores = np.stack([env.spec_for(task).scalarize(pool) for task, pool in zip(tasks, rewards, strict=True)])
     if mode == "multi":  # (T, n, m) chains: one batched estimator call per k
@@ -57,9 +64,6 @@ def arm_name(record: dict[str, Any]) -> str:
     suffix = suffix.removeprefix("-init").removeprefix("@init")
     prefix = "" if record.get("variant", "main") == "main" else f"{record['variant']}:"
     return f"{prefix}{method}{suffix}"
-
-
-METRICS = (*(f"best@{k}" for k in KS), "E_w[best@5]", "pass@10", "diversity", "mean_w_star")
 
 
 def _stack_by_seed(per_seed: dict[int, dict[str, Any]], key: str, seeds: Sequence[int]) -> np.ndarray:
@@ -86,7 +90,7 @@ def summarise(index_file: Path, env: Any) -> dict[str, Any]:
     for arm, per_seed in sorted(arms.items()):
         seeds = sorted(per_seed)
         entry: dict[str, Any] = {"seeds": seeds, "mode": modes[arm]}
-        for metric in METRICS:
+        for metric in dict.fromkeys((*METRICS, *GOAL_METRICS)):
             if all(metric in per_seed[s] for s in seeds):
                 entry[metric] = _interval(bootstrap_ci(_stack_by_seed(per_seed, metric, seeds)))
         rho = np.array([[per_seed[s]["collinearity"]] for s in seeds])
@@ -155,6 +159,17 @@ def markdown(summary: dict[str, Any]) -> str:
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
         lines.append("")
         lines.append("`*`: the 95% interval excludes 0 (seed × task bootstrap, paired by seed and task).")
+    goal_arms = [a for a in summary["arms"] if a.startswith("goal_cond") or a == "vpo"]
+    if any(a.startswith("goal_cond") for a in goal_arms):
+        lines += [
+            "",
+            "| goal-conditioned table | seeds | " + " | ".join(GOAL_METRICS) + " |",
+            "|" + "---|" * (2 + len(GOAL_METRICS)),
+        ]
+        for arm in goal_arms:
+            entry = summary["arms"][arm]
+            cells = [_cell(entry.get(c)) for c in GOAL_METRICS]
+            lines.append(f"| {arm} | {len(entry['seeds'])} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
