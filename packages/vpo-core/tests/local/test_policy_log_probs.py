@@ -7,6 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from vpo_core.adapters.local.policy import new_policy
+from vpo_core.adapters.local.warmup import completion_loss
 
 TEXTS = ["go left then right", "UP DOWN LEFT RIGHT <route_1> </route_1>", "a maze of 9 by 9 cells"] * 4
 
@@ -103,3 +104,37 @@ def test_generate_with_shared_prompt_prefill_samples_what_plain_generate_samples
     assert len(texts) == 12
     torch.testing.assert_close(prompt_ids, enc["input_ids"].repeat_interleave(4, dim=0))
     torch.testing.assert_close(response, plain, rtol=0, atol=0)
+
+
+def _right_padded_completion_loss(policy, prompt_ids, completion_ids):
+    """The reference: right-padded rows, logits and loss at every position."""
+    pad = policy.tokenizer.pad_token_id
+    length = max(len(p) + len(c) for p, c in zip(prompt_ids, completion_ids, strict=True))
+    ids = torch.full((len(prompt_ids), length), pad, dtype=torch.long)
+    labels = torch.full_like(ids, -100)
+    attention = torch.zeros_like(ids)
+    for row, (p, c) in enumerate(zip(prompt_ids, completion_ids, strict=True)):
+        ids[row, : len(p) + len(c)] = torch.tensor(p + c)
+        labels[row, len(p) : len(p) + len(c)] = torch.tensor(c)
+        attention[row, : len(p) + len(c)] = 1
+    logits = policy.model(input_ids=ids, attention_mask=attention).logits[:, :-1].float()
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels[:, 1:].reshape(-1), ignore_index=-100)
+
+
+def test_warm_up_loss_on_the_last_positions_equals_the_loss_over_every_position():
+    policy = _policy()
+    tok = policy.tokenizer
+    prompts = tok(["go left", "a maze of 9 by 9 cells then go", "UP"], add_special_tokens=False)["input_ids"]
+    completions = tok(["RIGHT DOWN<|end|>", "UP<|end|>", "LEFT LEFT LEFT DOWN<|end|>"], add_special_tokens=False)
+    completions = completions["input_ids"]
+    assert len({len(c) for c in completions}) == 3  # completions of different lengths, prompts too
+
+    loss = completion_loss(policy, prompts, completions)
+    loss.backward()
+    grads = [p.grad.clone() for p in policy.model.parameters()]
+    policy.model.zero_grad()
+    reference = _right_padded_completion_loss(policy, prompts, completions)
+    reference.backward()
+    torch.testing.assert_close(loss, reference, atol=1e-5, rtol=1e-5)
+    for got, want in zip(grads, [p.grad for p in policy.model.parameters()], strict=True):
+        torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-4)

@@ -19,7 +19,7 @@ from vpo_core.adapters.local.policy import Policy
 from vpo_core.env import TextEnv
 from vpo_core.types import Task
 
-__all__ = ["warm_up"]
+__all__ = ["completion_loss", "warm_up"]
 
 
 def warm_up(
@@ -60,18 +60,7 @@ def warm_up(
             raise ValueError(f"{env.env_id} offers no demonstrations or reference completions to warm up on.")
         prompt_ids = tok(texts, add_special_tokens=False)["input_ids"]
         completion_ids = tok(completions, add_special_tokens=False)["input_ids"]
-        length = max(len(p) + len(c) for p, c in zip(prompt_ids, completion_ids, strict=True))
-        ids = torch.full((len(texts), length), tok.pad_token_id, dtype=torch.long)
-        labels = torch.full_like(ids, -100)
-        attention = torch.zeros_like(ids)
-        for row, (p, c) in enumerate(zip(prompt_ids, completion_ids, strict=True)):
-            seq = p + c
-            ids[row, : len(seq)] = torch.tensor(seq)
-            labels[row, len(p) : len(seq)] = torch.tensor(c)
-            attention[row, : len(seq)] = 1
-        ids, labels, attention = ids.to(policy.device), labels.to(policy.device), attention.to(policy.device)
-        logits = policy.model(input_ids=ids, attention_mask=attention).logits[:, :-1].float()
-        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels[:, 1:].reshape(-1), ignore_index=-100)
+        loss = completion_loss(policy, prompt_ids, completion_ids)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(policy.model.parameters(), 1.0)
@@ -82,3 +71,38 @@ def warm_up(
             log(step, losses[-1])
     policy.model.eval()
     return losses
+
+
+def completion_loss(
+    policy: Policy, prompt_ids: Sequence[list[int]], completion_ids: Sequence[list[int]]
+) -> torch.Tensor:
+    """Mean next-token cross-entropy over the completion tokens of a batch of prompt + completion.
+
+    The rows are left-padded so every completion ends at the last position: the LM head and the loss
+    then run only on the last (longest completion + 1) positions instead of every prompt position.
+
+    Args:
+        policy: The model and tokenizer.
+        prompt_ids: Token ids of each prompt, B lists.
+        completion_ids: Token ids of each completion (ending with EOS), B lists.
+
+    Returns:
+        The loss, a scalar tensor with gradients.
+    """
+    pad = policy.tokenizer.pad_token_id
+    rows = [p + c for p, c in zip(prompt_ids, completion_ids, strict=True)]
+    length = max(len(row) for row in rows)
+    keep = max(len(c) for c in completion_ids) + 1  # positions whose logits predict a completion token
+    ids = torch.full((len(rows), length), pad, dtype=torch.long)
+    labels = torch.full_like(ids, -100)
+    for index, (row, completion) in enumerate(zip(rows, completion_ids, strict=True)):
+        ids[index, length - len(row) :] = torch.tensor(row)
+        labels[index, length - len(completion) :] = torch.tensor(completion)
+    attention = (torch.arange(length) >= length - torch.tensor([len(row) for row in rows])[:, None]).long()
+    positions = (attention.cumsum(dim=1) - 1).clamp(min=0)
+    ids, labels = ids.to(policy.device), labels.to(policy.device)
+    attention, positions = attention.to(policy.device), positions.to(policy.device)
+    logits = policy.model(input_ids=ids, attention_mask=attention, position_ids=positions, logits_to_keep=keep).logits
+    logits = logits[:, :-1].float()  # (B, keep - 1, V): position t predicts token t + 1
+    targets = labels[:, length - keep + 1 :]
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=-100)
