@@ -22,7 +22,7 @@ from transformers.cache_utils import StaticCache, StaticLayer
 from vpo_core.adapters.local.samplers import render_chat
 from vpo_core.types import Message
 
-__all__ = ["Policy", "build_tokenizer", "load_policy", "load_tokenizer", "new_policy"]
+__all__ = ["Policy", "build_tokenizer", "left_padded_positions", "load_policy", "load_tokenizer", "new_policy"]
 
 BOS, EOS, PAD = "<|bos|>", "<|end|>", "<|pad|>"
 USER, ASSISTANT, SYSTEM = "<|user|>", "<|assistant|>", "<|system|>"
@@ -67,6 +67,18 @@ def build_tokenizer(texts: Iterable[str], vocab_size: int) -> PreTrainedTokenize
     )
     fast.chat_template = CHAT_TEMPLATE
     return fast
+
+
+def left_padded_positions(mask: torch.Tensor) -> torch.Tensor:
+    """Position ids of left-padded rows: 0, 1, ... from each row's first real token (pads get 0).
+
+    Args:
+        mask: Attention mask, 1 for tokens and 0 for left padding, shape (N, L).
+
+    Returns:
+        Positions, shape (N, L); a pad's position is irrelevant (it is masked out).
+    """
+    return (mask.cumsum(dim=1) - 1).clamp(min=0)
 
 
 @contextmanager
@@ -194,8 +206,7 @@ class Policy:
         if prompt_ids.shape[1] < 2 or not all(type(layer) is StaticLayer for layer in cache.layers):
             return None
         head, head_mask = prompt_ids[:, :-1], prompt_mask[:, :-1]
-        # positions as generate numbers them for left padding (pads get 1; they are masked out anyway)
-        positions = (head_mask.cumsum(dim=1) - 1).masked_fill(head_mask == 0, 1)
+        positions = left_padded_positions(head_mask)
         prefill = self.model(input_ids=head, attention_mask=head_mask, position_ids=positions, use_cache=True)
         for index, layer in enumerate(prefill.past_key_values.layers):
             keys = layer.keys.repeat_interleave(rows_per_prompt, dim=0)
@@ -263,7 +274,7 @@ class Policy:
         prompt_out = self.model(
             input_ids=prompts,
             attention_mask=prompt_mask,
-            position_ids=(prompt_mask.cumsum(dim=1) - 1).clamp(min=0),
+            position_ids=left_padded_positions(prompt_mask),
             use_cache=True,
             logits_to_keep=1,  # the last prompt position predicts the first response token
         )

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from vpo_core.adapters.local.policy import Policy
+from vpo_core.adapters.local.policy import Policy, left_padded_positions
 from vpo_core.env import TextEnv
 from vpo_core.types import Task
 
@@ -95,11 +95,12 @@ def completion_loss(
     keep = max(len(c) for c in completion_ids) + 1  # positions whose logits predict a completion token
     ids = torch.full((len(rows), length), pad, dtype=torch.long)
     labels = torch.full_like(ids, -100)
+    attention = torch.zeros_like(ids)
     for index, (row, completion) in enumerate(zip(rows, completion_ids, strict=True)):
         ids[index, length - len(row) :] = torch.tensor(row)
         labels[index, length - len(completion) :] = torch.tensor(completion)
-    attention = (torch.arange(length) >= length - torch.tensor([len(row) for row in rows])[:, None]).long()
-    positions = (attention.cumsum(dim=1) - 1).clamp(min=0)
+        attention[index, length - len(row) :] = 1
+    positions = left_padded_positions(attention)
     ids, labels = ids.to(policy.device), labels.to(policy.device)
     attention, positions = attention.to(policy.device), positions.to(policy.device)
     logits = policy.model(input_ids=ids, attention_mask=attention, position_ids=positions, logits_to_keep=keep).logits
