@@ -6,7 +6,7 @@
 
 A checkpoint is a local run directory of apps/train.py (its config names the method, hence the mode,
 m and whether prompts carry the goal suffix; the final checkpoint is used, or the warm-started model
-with ``@init`` appended) or a Hugging Face model directory, e.g. a merged veRL checkpoint (pass
+with ``@init`` appended, or the snapshot of RL step N with ``@stepN``, see ``keep_steps=``) or a Hugging Face model directory, e.g. a merged veRL checkpoint (pass
 method=, or mode= and m=). endpoint= samples from an OpenAI-compatible server instead (``vllm serve
 <checkpoint>``; served_model=, api_key=, api=chat|completions).
 
@@ -51,7 +51,9 @@ class EvalConfig:
         help="env constructor options", default_factory=dict
     )
     checkpoints: str = option(
-        "", "comma-separated run directories (name@init: the warm-started model) or HF model dirs"
+        "",
+        "comma-separated run directories (dir@init: the warm-started model; dir@step50: the snapshot kept after "
+        "step 50 by keep_steps=) or HF model dirs",
     )
     endpoint: str | None = option(
         None, "OpenAI-compatible API root to sample from instead (vllm serve), e.g. http://127.0.0.1:8000/v1"
@@ -153,8 +155,9 @@ def resolve(text: str, config: EvalConfig) -> Target:
     from vpo_core.adapters.local.rundir import RunDir, RunDirError
     from vpo_core.methods import get_method
 
-    use_init = text.endswith("@init")
-    path = Path(text.removesuffix("@init"))
+    which_match = re.fullmatch(r"(.+)@(init|step[0-9]+)", text)
+    which = which_match.group(2) if which_match else "final"
+    path = Path(which_match.group(1) if which_match else text)
     run = RunDir(path)
     try:
         saved = run.read_config() if run.exists() else {}
@@ -162,14 +165,14 @@ def resolve(text: str, config: EvalConfig) -> Target:
         raise SystemExit(str(exc)) from None
     if "method" in saved:  # a run directory (an HF model directory's config.json names no method)
         try:
-            model_dir = run.model_dir("init" if use_init else "final")
+            model_dir = run.model_dir(which)
             method = get_method(saved["method"])
         except (RunDirError, KeyError) as exc:
             raise SystemExit(str(exc.args[0] if exc.args else exc)) from None
-        label = f"{path.name}{'@init' if use_init else ''}"
+        label = path.name if which == "final" else f"{path.name}@{which}"
         return Target(label, model_dir, method.mode, method.resolve_m(saved.get("m")), method.goal_prompt)
-    if use_init:
-        raise SystemExit(f"{path} is not a run directory of apps/train.py, so it has no @init model.")
+    if which != "final":
+        raise SystemExit(f"{path} is not a run directory of apps/train.py, so it has no @{which} model.")
     if not path.exists():
         raise SystemExit(f"checkpoint {path} does not exist.")
     return _method_target(path.name, path, config)

@@ -8,7 +8,7 @@ import pytest
 from env_maze import MazeEnv, solve
 
 
-@pytest.mark.parametrize("style", ["random", "solver"])
+@pytest.mark.parametrize("style", ["random", "solver", "direct"])
 def test_every_demonstration_is_valid_and_in_format(style):
     env = MazeEnv(train_size=20, test_size=1, demonstrations=style)
     rng = np.random.default_rng(0)
@@ -52,3 +52,48 @@ def test_random_style_is_not_pareto_first():
 def test_unknown_style_is_refused():
     with pytest.raises(ValueError, match="demonstrations must be one of"):
         MazeEnv(demonstrations="oracle")
+
+
+def test_direct_style_favours_routes_with_few_treasures():
+    """The direct style's outcomes carry fewer treasures than the random style's, and all reach E."""
+    from env_maze._demos import treasures_collected
+
+    counts = {}
+    for style in ("random", "direct"):
+        env = MazeEnv(train_size=40, test_size=1, demonstrations=style)
+        rng = np.random.default_rng(0)
+        per_style = []
+        for task in env.tasks("train"):
+            for _ in range(5):
+                rewards = env.score(task, env.demonstration(task, mode="multi", m=3, rng=rng), mode="multi", m=3)
+                assert np.all(rewards[:, 0] == 1.0)  # every route reaches E
+                per_style.extend(treasures_collected(task.payload, rewards))
+        counts[style] = np.array(per_style)
+    assert counts["direct"].mean() < 0.6 * counts["random"].mean()
+    # the direct routes are mostly treasure-free or nearly so; the random ones are not
+    assert np.mean(counts["direct"] <= 1) > np.mean(counts["random"] <= 1) + 0.2
+
+
+def test_treasures_collected_matches_the_tiles_on_the_route():
+    from env_maze._demos import treasures_collected
+    from env_maze._solver import solve
+
+    task = MazeEnv(train_size=1, test_size=1).tasks("train")[0]
+    solution = solve(task.payload)
+    counts = treasures_collected(task.payload, solution.rewards)
+    maze = task.payload
+    for route, count in zip(solution.routes, counts, strict=True):
+        r, c = divmod(maze.start, maze.width)
+        seen = set()
+        from env_maze._maze import MOVE_DELTAS, WALL
+
+        for move in route:
+            dr, dc = MOVE_DELTAS[move]
+            nr, nc = r + dr, c + dc
+            if 0 <= nr < maze.height and 0 <= nc < maze.width and maze.rows[nr][nc] != WALL:
+                r, c = nr, nc
+            if maze.rows[r][c] == "E":
+                break
+            if maze.rows[r][c] in "GD":
+                seen.add((r, c))
+        assert count == len(seen)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from vpo_core import EnvProfile, RewardSpec, Task, TextEnv
 from vpo_core.envcli import score_pools
@@ -83,6 +85,12 @@ def _legacy(env, tasks, rewards, mode, num_weights=100):
             out[f"best@{k}[answer_f1]"] = float(np.mean(best_at_k(rewards[:, :, 0, 2], k)))
     out["diversity"] = reward_diversity(flat)
     out["collinearity"] = collinearity(flat.reshape(-1, d))
+    valid_rows = [[tuple(row) for row in pool if any(row)] for pool in flat.tolist()]  # plain-Python validity
+    out["valid"] = float(np.mean([len(rows) / (n * m) for rows in valid_rows]))
+    out["distinct_valid"] = float(np.mean([len(set(rows)) for rows in valid_rows]))
+    out["diversity_valid"] = float(
+        np.mean([reward_diversity(np.array(rows)) if len(rows) >= 2 else 0.0 for rows in valid_rows])
+    )
     if mode == "multi":
         curve = [float(np.mean(best_at_k_chains(scores, k))) for k in range(1, n * m + 1)]
     else:
@@ -159,3 +167,47 @@ def test_envcli_score_uses_the_same_metrics():
     assert summary["best_at_k[answer_f1]"]["best@3"] == round(metrics["best@3[answer_f1]"], 6)
     assert summary["reward_diversity"] == round(float(np.mean([reward_diversity(r[:, 0]) for r in rewards])), 6)
     assert summary["mean_reward"]["gold"] == round(float(np.mean([r[..., 1].mean() for r in rewards])), 6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from([0.0, 0.5, 1.0]), st.sampled_from([0.0, 1.0]), st.sampled_from([0.0, 0.25])),
+        min_size=0,
+        max_size=12,
+    )
+)
+def test_validity_metrics_match_a_plain_count(rows):
+    from vpo_core.metrics import reward_diversity
+    from vpo_core.pool import validity_metrics
+
+    rewards = np.array(rows, dtype=np.float64).reshape(-1, 3)
+    pareto = np.array([[1.0, 1.0, 0.25], [0.5, 0.0, 0.0]])
+    out = validity_metrics(rewards, pareto)
+    valid = [r for r in rows if any(v != 0.0 for v in r)]
+    assert out["valid"] == (len(valid) / len(rows) if rows else 0.0)
+    assert out["distinct_valid"] == len(set(valid))
+    pairs = [sum(abs(a - b) for a, b in zip(x, y, strict=True)) for i, x in enumerate(valid) for y in valid[i + 1 :]]
+    expected = float(np.mean(pairs)) if pairs else 0.0
+    assert np.isclose(out["diversity_valid"], expected)
+    if len(valid) >= 2:
+        assert np.isclose(out["diversity_valid"], reward_diversity(np.array(valid)))
+    assert out["pareto_covered"] == sum(tuple(p) in set(valid) for p in pareto.tolist()) / 2
+    assert "pareto_covered" not in validity_metrics(rewards, None)
+
+
+def test_maze_pool_reports_validity_and_pareto_coverage():
+    import vpo_core
+    from vpo_core.pool import task_pool_metrics
+
+    env = vpo_core.make("maze-v1")
+    task = env.tasks("test")[0]
+    front = env.pareto_front(task)
+    assert front.shape[1] == 4
+    assert len(front) >= 2
+    # a pool holding the first Pareto point twice, one failed route and one dominated valid vector
+    pool = np.stack([front[0], front[0], np.zeros(4), np.array([1.0, 0.0, 0.0, 1.0])])[:, None, :]
+    out = task_pool_metrics(env, task, pool, mode="single", ks=(1,))
+    assert out["valid"] == 0.75
+    assert out["distinct_valid"] == 2.0
+    assert out["pareto_covered"] == 1 / len(front)

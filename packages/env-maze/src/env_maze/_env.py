@@ -129,6 +129,10 @@ class MazeEnv(TextEnv[Maze, Route]):
         """Rewards of several routes, simulated together, shape (k, 4)."""
         return score_routes(task.payload, [c.answer or () for c in candidates])
 
+    def pareto_front(self, task: Task[Maze]) -> NDArray[np.float64]:
+        """The maze's Pareto-optimal reward vectors from the exact solver, shape (p, 4)."""
+        return solve(task.payload).pareto_rewards
+
     def is_success(self, rewards: ArrayLike, task: Task[Maze] | None = None) -> NDArray[np.bool_]:
         """Reaching the maze's best achievable w*-score (needs the task; without it, w*-score 1)."""
         scores = self.reward_spec.scalarize(rewards)

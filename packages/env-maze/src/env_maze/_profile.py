@@ -42,6 +42,28 @@ RECIPE = VerlRecipe(
     },
 )
 
+MINIATURE_V2 = {
+    # the CPU miniature in the collapse regime (issue 21; RESULTS.md "Miniature v2"): a warm start that
+    # reaches E with most candidates before RL, a second start biased to direct S -> E routes, 300 RL
+    # steps evaluated at 50 / 150 / 300, one token budget (about 2x the longest demonstration) for
+    # training and evaluation, one warm start per (start, mode) shared by the RL seeds
+    "methods": "grpo,multi_rlvr,vpo,max_at_k,maxrl",
+    "main_methods": "grpo,multi_rlvr,vpo",
+    "main_seeds": 3,
+    "other_seeds": 2,
+    "starts": "random:env.demonstrations=random;direct:env.demonstrations=direct",
+    "warm_seeds": 1,
+    "steps": 300,
+    "eval_steps": "50,150",
+    "train": "warmup_steps=1000 warmup_batch=32",
+    "budget_single": 64,
+    "budget_multi": 192,
+    "eval_tasks": 100,
+    "eval_samples": 30,
+    "work": "runs/experiment-maze-v1-v2",
+    "out": "results/maze-v1-miniature-v2",
+}
+
 PROFILE = EnvProfile(
     # training rollouts: T = 1.0, top-p 1.0 (appendix "Training Setup"); budgets = the veRL response lengths
     train=Generation(temperature=1.0, top_p=1.0, max_new_tokens_single=512, max_new_tokens_multi=1024),
@@ -52,4 +74,5 @@ PROFILE = EnvProfile(
     eval_seeds=1,
     chat_template_kwargs={"enable_thinking": False},  # Qwen3; authors' train.sh and evaluation
     recipe=RECIPE,
+    experiments={"v2": MINIATURE_V2},
 )

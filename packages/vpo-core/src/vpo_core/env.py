@@ -141,6 +141,16 @@ class TextEnv(ABC, Generic[P, A]):
         """
         return None
 
+    def pareto_front(self, task: Task[P]) -> NDArray[np.float64] | None:
+        """The task's achievable Pareto set, if the env can enumerate it exactly (maze's solver can).
+
+        Pool reports use it for "Pareto points covered"; None (the default) leaves that metric out.
+
+        Returns:
+            The Pareto-optimal reward vectors, shape (p, d), or None.
+        """
+        return None
+
     def rewards(self, task: Task[P], candidates: Sequence[Candidate[A]]) -> NDArray[np.float64]:
         """Vector rewards of several candidates (env-lcb batches them).
 

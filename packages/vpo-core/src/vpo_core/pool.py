@@ -16,6 +16,16 @@ Per task (`task_pool_metrics`), for every k in `KS` that the pool allows:
 and ``mean_w_star``, ``mean_<dim>`` and ``diversity`` (mean pairwise L1 distance of the pool's reward
 vectors). `pool_summary` averages them over tasks and adds the collinearity ρ̄ of all candidates.
 
+The paper's diversity counts failed candidates, whose reward is the zero vector (an unparseable
+answer, a maze route that never reaches E), so below full validity it mostly measures the
+valid/failed mix. Beside it, per task:
+
+- ``valid``: the share of candidates whose reward vector is not all zeros (maze: routes reaching E);
+- ``diversity_valid``: the diversity among the valid candidates only (0 with fewer than two);
+- ``distinct_valid``: the number of distinct valid reward vectors in the pool;
+- ``pareto_covered``: the share of the task's Pareto points found in the pool, for envs that can
+  enumerate them (`TextEnv.pareto_front`; maze's exact solver).
+
 Rows of a pool may be zero-padded beyond the task's own dimension count (``spec_for(task).dim``, as
 LiveCodeBench's per-problem test counts are saved in one array); the padding is ignored.
 """
@@ -30,7 +40,7 @@ from numpy.typing import NDArray
 
 from vpo_core.metrics import best_at_k, best_at_k_chains, collinearity, expected_best_at_k, reward_diversity
 
-__all__ = ["KS", "best_at_k_of_pool", "pool_curve", "pool_summary", "task_pool_metrics"]
+__all__ = ["KS", "best_at_k_of_pool", "pool_curve", "pool_summary", "task_pool_metrics", "validity_metrics"]
 
 KS: tuple[int, ...] = (1, 3, 5, 10, 30)
 """The k of the paper's best@k tables."""
@@ -119,6 +129,32 @@ def task_pool_metrics(
         for name in dims:
             out[f"best@{k}[{name}]"] = best_at_k_of_pool(r[..., spec.names.index(name)], k, mode=mode)
     out["diversity"] = reward_diversity(flat)
+    pareto_front = getattr(env, "pareto_front", None)
+    out.update(validity_metrics(flat, pareto_front(task) if pareto_front is not None else None))
+    return out
+
+
+def validity_metrics(rewards: NDArray[np.float64], pareto: NDArray[np.float64] | None) -> dict[str, float]:
+    """Validity, valid-only spread and Pareto coverage of one pool (see the module docstring).
+
+    Args:
+        rewards: The pool's candidates, shape (N, d).
+        pareto: The task's Pareto set, shape (p, d), or None.
+
+    Returns:
+        ``valid``, ``diversity_valid``, ``distinct_valid`` and (with `pareto`) ``pareto_covered``.
+    """
+    valid = np.any(rewards != 0.0, axis=-1)
+    kept = rewards[valid]
+    distinct = np.unique(np.round(kept, 9), axis=0)
+    out = {
+        "valid": float(valid.mean()) if len(valid) else 0.0,
+        "diversity_valid": reward_diversity(kept) if len(kept) >= 2 else 0.0,
+        "distinct_valid": float(len(distinct)),
+    }
+    if pareto is not None and len(pareto):
+        found = np.all(np.abs(np.asarray(pareto)[:, None, :] - distinct[None, :, :]) <= 1e-9, axis=-1).any(axis=1)
+        out["pareto_covered"] = float(found.mean())
     return out
 
 

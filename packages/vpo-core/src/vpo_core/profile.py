@@ -169,6 +169,9 @@ class EnvProfile:
             the w*-score's (MuSiQue reports its answer-F1 dimension); default none.
         recipe: The paper's veRL settings, or None for an env outside the paper (the veRL adapter
             then uses its documented generic defaults).
+        experiments: Named recipes of the local engine's experiment runner (``apps/experiment.py
+            recipe=<name>``): option name -> value of `vpo_core.adapters.local.experiment.ExperimentConfig`;
+            default none.
     """
 
     train: Generation = field(default_factory=Generation)
@@ -178,9 +181,13 @@ class EnvProfile:
     chat_template_kwargs: Mapping[str, Any] = field(default_factory=dict)
     report_dims: tuple[str, ...] = ()
     recipe: VerlRecipe | None = None
+    experiments: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "chat_template_kwargs", _frozen(self.chat_template_kwargs))
+        object.__setattr__(
+            self, "experiments", MappingProxyType({name: _frozen(opts) for name, opts in self.experiments.items()})
+        )
         for name in ("eval_samples", "eval_seeds"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:

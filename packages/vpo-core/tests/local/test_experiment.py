@@ -127,3 +127,101 @@ def test_goal_conditioned_arms_get_the_papers_goal_table(tmp_path):
         "| goal_cond@w_star",
         "| vpo",
     ]
+
+
+def test_plan_with_starts_eval_steps_and_budgets():
+    config = ExperimentConfig(
+        methods="grpo,vpo,maxrl",
+        main_methods="grpo,vpo",
+        main_seeds=2,
+        other_seeds=1,
+        starts="random:env.demonstrations=random;direct:env.demonstrations=direct",
+        steps=30,
+        eval_steps="10,20",
+        budget_single=40,
+        budget_multi=120,
+    )
+    jobs = plan(config)
+    train = {j.name: j for j in jobs if j.kind == "train"}
+    # every start runs every method with its full seeds (no main/ablation split)
+    assert sorted(train) == sorted(
+        f"{start}/{method}-seed{seed}"
+        for start in ("random", "direct")
+        for method, seeds in (("grpo", 2), ("vpo", 2), ("maxrl", 1))
+        for seed in range(seeds)
+    )
+    assert "env.demonstrations=direct" in train["direct/vpo-seed0"].args
+    assert "env.demonstrations=direct" in next(j for j in jobs if j.name == "direct/warm-multi-seed0").args
+    # the budgets reach training and evaluation alike, per mode; snapshots are kept for the eval steps
+    assert "max_new_tokens=120" in train["random/vpo-seed1"].args
+    assert "max_new_tokens=40" in train["random/grpo-seed1"].args
+    assert "keep_steps=10,20" in train["random/grpo-seed0"].args
+    evals = {j.name: j for j in jobs if j.kind == "eval"}
+    for step, checkpoint in ((10, "@step10"), (20, "@step20"), (30, "")):
+        name = f"eval/direct/vpo-seed0{'@step' + str(step) if checkpoint else ''}"
+        job = evals[name]
+        assert job.info["step"] == step
+        assert f"checkpoints=runs/experiment-maze-v1/direct/vpo-seed0{checkpoint}" in job.args
+        assert "max_new_tokens=120" in job.args
+    assert "max_new_tokens=40" in evals["eval/random/warm-single-seed0@init"].args
+    assert len({j.name for j in jobs}) == len(jobs)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"steps": 30, "eval_steps": "10,30"}, "eval_steps must lie in"),
+        ({"steps": 30, "eval_steps": "ten"}, "eval_steps must be comma-separated"),
+        ({"starts": ":env.demonstrations=direct"}, "each start is name:train-options"),
+        ({"budget_multi": -1}, "budget_multi must be >= 0"),
+    ],
+)
+def test_bad_experiment_options_are_refused(options, message):
+    with pytest.raises(ValueError, match=message):
+        ExperimentConfig(**options)
+
+
+def test_recipe_options_come_from_the_env_profile_and_the_command_line_wins():
+    from vpo_core.adapters.local.experiment import recipe_options
+
+    assert recipe_options(["env=maze-v1"]) == []
+    options = recipe_options(["env=maze-v1", "recipe=v2"])
+    recipe = vpo_core.make("maze-v1").profile.experiments["v2"]
+    assert options == [f"{k}={v}" for k, v in recipe.items()]
+    assert recipe["steps"] == 300
+    assert recipe["eval_steps"] == "50,150"
+    with pytest.raises(KeyError, match="declares no experiment recipe 'v9'"):
+        recipe_options(["recipe=v9"])
+
+
+def test_arms_of_starts_and_steps_pair_vpo_with_each_baseline_at_the_same_start_and_step(tmp_path):
+    rng = np.random.default_rng(3)
+    (tmp_path / "pools").mkdir()
+    records = []
+    for start in ("random", "direct"):
+        for method, mode, m in (("grpo", "single", 1), ("vpo", "multi", 3)):
+            for step in (10, 30):
+                for seed in range(2):
+                    name = f"pools/{start}-{method}-{step}-{seed}.npz"
+                    shift = 0.3 if (method, start, step) == ("vpo", "direct", 30) else 0.0
+                    pool = np.clip(rng.random((6, 6 // m, m, 4)) * 0.5 + shift, 0, 1)
+                    np.savez_compressed(tmp_path / name, rewards=pool.astype(np.float32))
+                    run = f"runs/{start}/{method}-seed{seed}"
+                    label = f"{method}-seed{seed}" + ("" if step == 30 else f"@step{step}")
+                    records.append(
+                        {"variant": start, "method": method, "seed": seed, "mode": mode, "step": step}
+                        | {"run": run, "label": label, "pool": name}
+                    )
+    index = tmp_path / "index.json"
+    index.write_text(json.dumps({"config": {"env": "maze-v1"}, "pools": records}))
+    summary = summarise(index, vpo_core.make("maze-v1"))
+    assert set(summary["arms"]) == {
+        f"{s}:{m}@{t}" for s in ("random", "direct") for m in ("grpo", "vpo") for t in (10, 30)
+    }
+    assert set(summary["differences"]) == {
+        f"{s}:vpo@{t} - {s}:grpo@{t}" for s in ("random", "direct") for t in (10, 30)
+    }
+    assert summary["differences"]["direct:vpo@30 - direct:grpo@30"]["mean_w_star"]["low"] > 0.1
+    assert summary["differences"]["random:vpo@30 - random:grpo@30"]["mean_w_star"]["low"] < 0.1
+    for entry in summary["arms"].values():
+        assert {"valid", "diversity_valid", "distinct_valid", "pareto_covered"} <= set(entry)

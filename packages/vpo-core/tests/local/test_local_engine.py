@@ -166,6 +166,28 @@ def test_evaluate_app_writes_table_and_plot(tmp_path):
         evaluate([f"checkpoints={run_dir / 'init_model'}", "tasks=1"])
 
 
+def test_kept_steps_are_snapshots_that_evaluate_reads(tmp_path):
+    run_dir = tmp_path / "run"
+    run(parse_overrides([*TINY, "steps=3", "save_every=10", "keep_steps=1,2", f"out={run_dir}"]))
+    step1, step2 = _params(run_dir / "snapshots" / "step1"), _params(run_dir / "snapshots" / "step2")
+    init, final = _params(run_dir / "init_model"), _params(run_dir / "checkpoint" / "model")
+    for a, b in ((init, step1), (step1, step2), (step2, final)):  # each snapshot is its own step's model
+        assert any(not torch.equal(a[k], b[k]) for k in a)
+    # the same run without snapshots reaches the same final model: keeping them changes nothing
+    plain = tmp_path / "plain"
+    run(parse_overrides([*TINY, "steps=3", "save_every=10", f"out={plain}"]))
+    for key, value in _params(plain / "checkpoint" / "model").items():
+        torch.testing.assert_close(value, final[key], rtol=0, atol=0)
+    evaluate = runpy.run_path(str(ROOT / "apps" / "evaluate.py"), run_name="evaluate_app")["main"]
+    out = tmp_path / "eval"
+    assert evaluate([f"checkpoints={run_dir}@step1", "tasks=2", "samples=3", f"out={out}", "progress=false"]) == 0
+    assert "| run@step1 | multi, 3 |" in (out / "table.md").read_text()
+    with pytest.raises(SystemExit, match="snapshots/step7"):
+        evaluate([f"checkpoints={run_dir}@step7", "tasks=1"])
+    with pytest.raises(ValueError, match="keep_steps must be comma-separated step numbers"):
+        parse_overrides(["keep_steps=0"])
+
+
 # ----------------------------------------------------------------------------------- warm-up
 def test_supervised_warm_up_reduces_loss():
     from vpo_core.adapters.local.policy import new_policy

@@ -106,6 +106,9 @@ class TrainConfig:
         None, "token budget per completion; default: the env profile's, capped at 1.25x its longest demonstration"
     )
     save_every: int = option(10, "checkpoint every N steps (and at the end)")
+    keep_steps: str = option(
+        "", "RL steps whose model is also kept in snapshots/step<N>/ (comma-separated, e.g. 50,150), for evaluation"
+    )
     # evaluation on the test split after training (and of the warmed-up model before RL)
     eval_tasks: int = option(100, "test tasks evaluated before and after RL (0 = no evaluation)")
     eval_samples: int = option(
@@ -158,6 +161,14 @@ class TrainConfig:
         unknown = [name for name in self.loggers if name not in LOGGERS]
         if unknown or not self.loggers:
             raise ValueError(f"logger must be a comma-separated list of {', '.join(LOGGERS)}, got {self.logger!r}.")
+        try:
+            kept = self.kept_steps
+        except ValueError:
+            raise ValueError(
+                f"keep_steps must be comma-separated step numbers >= 1, got {self.keep_steps!r}."
+            ) from None
+        if any(step < 1 for step in kept):
+            raise ValueError(f"keep_steps must be comma-separated step numbers >= 1, got {self.keep_steps!r}.")
         if not isinstance(self.env_options, dict):
             raise ValueError(f"env_options must be a dict of the env's keyword arguments, got {self.env_options!r}.")
         return self
@@ -166,6 +177,11 @@ class TrainConfig:
     def loggers(self) -> list[str]:
         """The experiment trackers asked for (``logger=console,tensorboard``)."""
         return [name.strip() for name in str(self.logger).strip("[]").split(",") if name.strip()]
+
+    @property
+    def kept_steps(self) -> list[int]:
+        """The steps of ``keep_steps=``, sorted."""
+        return sorted({int(part) for part in str(self.keep_steps).strip("[]").split(",") if part.strip()})
 
     @property
     def mode(self) -> str:
@@ -192,6 +208,7 @@ class TrainConfig:
             "logger",
             "steps",
             "save_every",
+            "keep_steps",
             "eval_tasks",
             "eval_samples",
             "eval_seeds",

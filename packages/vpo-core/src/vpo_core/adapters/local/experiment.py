@@ -34,7 +34,7 @@ from vpo_core.cli_config import option, run_cli
 from vpo_core.methods import METHODS, get_method
 from vpo_core.registry import DEFAULT_ENV
 
-__all__ = ["ExperimentConfig", "Job", "main", "plan"]
+__all__ = ["ExperimentConfig", "Job", "main", "plan", "recipe_options"]
 
 
 @dataclass
@@ -54,7 +54,24 @@ class ExperimentConfig:
         "empty = no ablation",
     )
     ablation_seeds: int = option(2, "seeds of the warm-start ablation")
+    starts: str = option(
+        "",
+        "warm starts, ';'-separated name:train-options (each start runs every method with its full seeds, "
+        "e.g. 'random:env.demonstrations=random;direct:env.demonstrations=direct'); empty: the start 'main' "
+        "plus the ablation",
+    )
+    recipe: str = option(
+        "", "a named recipe the env declares (env.profile.experiments, e.g. v2); options given here override it"
+    )
+    warm_seeds: int = option(
+        0, "distinct warm starts per (start, mode): RL seed s starts from warm start s % warm_seeds (0: one per seed)"
+    )
     steps: int = option(50, "RL steps per run")
+    eval_steps: str = option(
+        "", "RL steps whose model (kept with keep_steps=) is evaluated besides the final one, e.g. 50,150"
+    )
+    budget_single: int = option(0, "token budget of single-answer runs in training and evaluation (0: the defaults)")
+    budget_multi: int = option(0, "token budget of multi-answer runs in training and evaluation (0: the defaults)")
     train: str = option("", "extra apps/train.py options for every run, space-separated key=value")
     eval_tasks: int = option(100, "test tasks evaluated")
     eval_samples: int = option(30, "candidates per task (samples // m chains in multi mode)")
@@ -72,8 +89,27 @@ class ExperimentConfig:
         for name in ("main_seeds", "other_seeds", "jobs", "threads", "eval_tasks", "eval_samples"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}.")
-        if self.steps < 0 or self.ablation_seeds < 0:
-            raise ValueError("steps and ablation_seeds must be >= 0.")
+        for name in ("steps", "ablation_seeds", "budget_single", "budget_multi", "warm_seeds"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}.")
+        try:
+            steps = self.eval_step_list
+        except ValueError:
+            raise ValueError(f"eval_steps must be comma-separated step numbers, got {self.eval_steps!r}.") from None
+        if any(not 1 <= step < self.steps for step in steps):
+            raise ValueError(f"eval_steps must lie in [1, steps) = [1, {self.steps}), got {self.eval_steps!r}.")
+        for text in self.starts.split(";"):
+            if text.strip() and not text.partition(":")[0].strip():
+                raise ValueError(f"each start is name:train-options, got {text!r} in starts={self.starts!r}.")
+
+    @property
+    def eval_step_list(self) -> list[int]:
+        """The intermediate RL steps evaluated (sorted); the final model is always evaluated."""
+        return sorted({int(part) for part in self.eval_steps.strip("[]").split(",") if part.strip()})
+
+    def budget(self, mode: str) -> int:
+        """The token budget of a prompt mode (0: the engines' defaults)."""
+        return self.budget_multi if mode == "multi" else self.budget_single
 
     @property
     def method_list(self) -> list[str]:
@@ -116,7 +152,10 @@ class Job:
 
 
 def _variants(config: ExperimentConfig) -> list[tuple[str, list[str], int | None]]:
-    """(variant name, extra train options, seed cap): the main grid, then the warm-start ablation."""
+    """(variant name, extra train options, seed cap): the starts, or the main grid and the warm-start ablation."""
+    if config.starts.strip():
+        starts = [text.partition(":") for text in config.starts.split(";") if text.strip()]
+        return [(name.strip(), opts.split(), None) for name, _, opts in starts]
     out: list[tuple[str, list[str], int | None]] = [("main", [], None)]
     if config.ablation_options.strip() and config.ablation_seeds:
         out.append(("ablation", config.ablation_options.split(), config.ablation_seeds))
@@ -124,66 +163,93 @@ def _variants(config: ExperimentConfig) -> list[tuple[str, list[str], int | None
 
 
 def plan(config: ExperimentConfig) -> list[Job]:
-    """Every job of the experiment, dependencies before dependants."""
-    work = config.work_dir
-    train_extra = config.train.split()
-    common = [f"env={config.env}", f"threads={config.threads}", "eval_tasks=0", *train_extra]
-    warm_jobs: dict[str, Job] = {}
+    """Every job of the experiment, dependencies before dependants.
+
+    Seed 0 of every arm comes first and each evaluation right after its run, so that results land
+    arm by arm when the jobs run in this order.
+    """
     jobs: list[Job] = []
-    evals: list[Job] = []
+    warm_names: set[str] = set()
     main = {m.strip() for m in config.main_methods.split(",")}
     for variant, extra, cap in _variants(config):
         for method in config.method_list:
-            if variant != "main" and method not in main:
+            if variant == "ablation" and method not in main:
                 continue
-            record = get_method(method)
+            mode = get_method(method).mode
             seeds = config.seeds(method) if cap is None else min(cap, config.seeds(method))
             for seed in range(seeds):
-                warm_name = f"{variant}/warm-{record.mode}-seed{seed}"
-                warm_dir = work / warm_name
-                if warm_name not in warm_jobs:
-                    # any method of the mode gives the same warm-up (it depends on mode, m and seed only)
-                    warm_method = next(m for m in config.method_list if get_method(m).mode == record.mode)
-                    warm_jobs[warm_name] = Job(
-                        warm_name,
-                        "warm",
-                        [*_train_args(warm_method, seed, 0), f"out={warm_dir}", *common, *extra],
-                        info={"variant": variant, "mode": record.mode, "seed": seed, "run": str(warm_dir)},
-                    )
-                    evals.append(_eval_job(config, f"{warm_name}@init", f"{warm_dir}@init", [warm_name], variant))
-                    evals[-1].info.update(method=f"warm-{record.mode}", seed=seed, mode=record.mode)
-                run_name = f"{variant}/{method}-seed{seed}"
-                run_dir = work / run_name
-                jobs.append(
-                    Job(
-                        run_name,
-                        "train",
-                        [
-                            *_train_args(method, seed, config.steps),
-                            f"model={warm_dir / 'init_model'}",
-                            "warmup_steps=0",
-                            f"out={run_dir}",
-                            *common,
-                            *extra,
-                        ],
-                        after=[warm_name],
-                        info={"variant": variant, "method": method, "seed": seed, "mode": record.mode},
-                    )
-                )
-                evals.append(_eval_job(config, run_name, str(run_dir), [run_name], variant))
-                evals[-1].info.update(method=method, seed=seed, mode=record.mode, run=str(run_dir))
-    return [*warm_jobs.values(), *jobs, *evals]
+                warm_seed = seed % config.warm_seeds if config.warm_seeds else seed
+                warm = _warm_start_jobs(config, variant, mode, warm_seed, extra)
+                if warm[0].name not in warm_names:
+                    warm_names.add(warm[0].name)
+                    jobs.extend(warm)
+                jobs.extend(_run_jobs(config, variant, method, seed, warm[0], extra))
+    return sorted(jobs, key=lambda job: int(job.info.get("seed", 0)))
+
+
+def _warm_start_jobs(config: ExperimentConfig, variant: str, mode: str, seed: int, extra: list[str]) -> list[Job]:
+    """The warm start of (start, mode, seed) and its evaluation."""
+    name = f"{variant}/warm-{mode}-seed{seed}"
+    warm_dir = config.work_dir / name
+    # any method of the mode gives the same warm-up (it depends on mode, m and seed only)
+    warm_method = next(m for m in config.method_list if get_method(m).mode == mode)
+    common = [f"env={config.env}", f"threads={config.threads}", "eval_tasks=0", *config.train.split()]
+    warm = Job(
+        name,
+        "warm",
+        [*_train_args(warm_method, seed, 0), f"out={warm_dir}", *common, *extra],
+        info={"variant": variant, "mode": mode, "seed": seed, "run": str(warm_dir)},
+    )
+    evaluation = _eval_job(config, f"{name}@init", f"{warm_dir}@init", [name], mode)
+    evaluation.info.update(variant=variant, method=f"warm-{mode}", seed=seed, mode=mode)
+    return [warm, evaluation]
+
+
+def _run_jobs(config: ExperimentConfig, variant: str, method: str, seed: int, warm: Job, extra: list[str]) -> list[Job]:
+    """The RL run of (start, method, seed) from `warm`, then the evaluation of each kept step and the final model."""
+    mode = get_method(method).mode
+    name = f"{variant}/{method}-seed{seed}"
+    run_dir = config.work_dir / name
+    common = [f"env={config.env}", f"threads={config.threads}", "eval_tasks=0", *config.train.split()]
+    budget = [f"max_new_tokens={config.budget(mode)}"] if config.budget(mode) else []
+    kept = [f"keep_steps={','.join(map(str, config.eval_step_list))}"] if config.eval_step_list else []
+    train = Job(
+        name,
+        "train",
+        [
+            *_train_args(method, seed, config.steps),
+            f"model={Path(warm.info['run']) / 'init_model'}",
+            "warmup_steps=0",
+            f"out={run_dir}",
+            *common,
+            *budget,
+            *kept,
+            *extra,
+        ],
+        after=[warm.name],
+        info={"variant": variant, "method": method, "seed": seed, "mode": mode},
+    )
+    jobs = [train]
+    for step in [*config.eval_step_list, None]:
+        suffix = "" if step is None else f"@step{step}"
+        job = _eval_job(config, f"{name}{suffix}", f"{run_dir}{suffix}", [name], mode)
+        job.info.update(variant=variant, method=method, seed=seed, mode=mode, run=str(run_dir))
+        if config.eval_step_list:
+            job.info["step"] = config.steps if step is None else step
+        jobs.append(job)
+    return jobs
 
 
 def _train_args(method: str, seed: int, steps: int) -> list[str]:
     return ["apps/train.py", f"method={method}", f"seed={seed}", f"steps={steps}"]
 
 
-def _eval_job(config: ExperimentConfig, name: str, checkpoint: str, after: list[str], variant: str) -> Job:
+def _eval_job(config: ExperimentConfig, name: str, checkpoint: str, after: list[str], mode: str) -> Job:
     out = config.work_dir / "eval" / name.replace("@", "-")
     args = ["apps/evaluate.py", f"env={config.env}", f"checkpoints={checkpoint}", f"out={out}"]
-    args += [f"tasks={config.eval_tasks}", f"samples={config.eval_samples}", *config.evaluate.split()]
-    return Job(f"eval/{name}", "eval", args, after=after, info={"variant": variant, "eval_dir": str(out)})
+    args += [f"tasks={config.eval_tasks}", f"samples={config.eval_samples}"]
+    args += [f"max_new_tokens={config.budget(mode)}"] if config.budget(mode) else []
+    return Job(f"eval/{name}", "eval", [*args, *config.evaluate.split()], after=after, info={"eval_dir": str(out)})
 
 
 def _marker(config: ExperimentConfig, job: Job) -> Path:
@@ -269,7 +335,7 @@ def collect(config: ExperimentConfig, jobs: Sequence[Job]) -> Path:
             records.append({**job.info, "label": label, "pool": str(target.relative_to(out))})
         run = job.info.get("run")
         if run and not str(job.info["method"]).startswith("warm-"):
-            run_out = out / "runs" / job.name.removeprefix("eval/").replace("/", "__")
+            run_out = out / "runs" / f"{job.info['variant']}__{Path(run).name}"
             run_out.mkdir(parents=True, exist_ok=True)
             for name in ("config.json", "metrics.jsonl", "report.json"):
                 source = Path(run) / name
@@ -281,11 +347,42 @@ def collect(config: ExperimentConfig, jobs: Sequence[Job]) -> Path:
     return index
 
 
+def recipe_options(argv: Sequence[str]) -> list[str]:
+    """The ``key=value`` options of the recipe named by ``recipe=`` (the env declares it), or none.
+
+    Args:
+        argv: The command line; its last ``env=`` and ``recipe=`` are read.
+
+    Returns:
+        The recipe's options, to go before `argv` (so the command line overrides them).
+
+    Raises:
+        KeyError: If the env declares no recipe of that name (the message lists those it declares).
+    """
+    found = {key: value for key, _, value in (arg.partition("=") for arg in argv) if key in ("env", "recipe")}
+    name = found.get("recipe", "").strip()
+    if not name:
+        return []
+    import vpo_core
+
+    env_id = found.get("env", DEFAULT_ENV)
+    recipes = vpo_core.make(env_id).profile.experiments
+    if name not in recipes:
+        raise KeyError(f"{env_id} declares no experiment recipe {name!r}; it declares {sorted(recipes) or 'none'}.")
+    return [f"{key}={value}" for key, value in recipes[name].items()]
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``apps/experiment.py``: 0 on success, 1 if a job failed, 2 on bad options."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        recipe = recipe_options(argv)
+    except (KeyError, ValueError) as exc:
+        print(f"error: {exc.args[0] if exc.args else exc}", file=sys.stderr)
+        return 2
     config = run_cli(
         ExperimentConfig,
-        argv,
+        [*recipe, *argv],
         prog="apps/experiment.py",
         description="Methods × seeds on the local engine with shared warm starts, evaluation and a summary.",
     )

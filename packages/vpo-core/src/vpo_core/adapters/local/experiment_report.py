@@ -11,6 +11,7 @@ interval resamples seeds only.
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,6 +26,8 @@ from vpo_core.stats import Interval, bootstrap_ci, paired_difference_ci
 __all__ = ["arm_name", "per_task_metrics", "summarise", "write_report"]
 
 METRICS = (*(f"best@{k}" for k in KS), "E_w[best@5]", "pass@10", "diversity", "mean_w_star")
+REGIME_METRICS = ("valid", "diversity_valid", "distinct_valid", "pareto_covered")
+"""What says which regime a pool is in (`vpo_core.pool`): validity, valid-only spread, distinct outcomes, Pareto coverage."""
 GOAL_METRICS = ("best@3", "best@6", "E_w[best@3]", "E_w[best@6]")
 """The columns of the paper's goal-conditioned table (goal-conditioned GRPO under w* and w ~ Dir(1) vs VPO)."""
 REPORT_KS = tuple(sorted({*KS, 6}))
@@ -62,8 +65,21 @@ def arm_name(record: dict[str, Any]) -> str:
     run = Path(str(record.get("run", ""))).name
     suffix = str(record["label"]).removeprefix(run) if run else ""
     suffix = suffix.removeprefix("-init").removeprefix("@init")
+    suffix = re.sub(r"^@step[0-9]+", "", suffix)
     prefix = "" if record.get("variant", "main") == "main" else f"{record['variant']}:"
-    return f"{prefix}{method}{suffix}"
+    step = f"@{record['step']}" if record.get("step") is not None else ""
+    return f"{prefix}{method}{suffix}{step}"
+
+
+def _split_arm(arm: str) -> tuple[str, str, str]:
+    """(start prefix, method with any conditioning suffix, step suffix) of an arm name."""
+    prefix, _, rest = arm.rpartition(":")
+    method, at, step = rest.partition("@")
+    if at and not step.isdigit():  # a conditioning suffix such as @w_star, not a step
+        method, step = rest, ""
+    elif at:
+        step = f"@{step}"
+    return (f"{prefix}:" if prefix else ""), method, step
 
 
 def _stack_by_seed(per_seed: dict[int, dict[str, Any]], key: str, seeds: Sequence[int]) -> np.ndarray:
@@ -90,7 +106,7 @@ def summarise(index_file: Path, env: Any) -> dict[str, Any]:
     for arm, per_seed in sorted(arms.items()):
         seeds = sorted(per_seed)
         entry: dict[str, Any] = {"seeds": seeds, "mode": modes[arm]}
-        for metric in dict.fromkeys((*METRICS, *GOAL_METRICS)):
+        for metric in dict.fromkeys((*METRICS, *GOAL_METRICS, *REGIME_METRICS)):
             if all(metric in per_seed[s] for s in seeds):
                 entry[metric] = _interval(bootstrap_ci(_stack_by_seed(per_seed, metric, seeds)))
         rho = np.array([[per_seed[s]["collinearity"]] for s in seeds])
@@ -102,21 +118,22 @@ def summarise(index_file: Path, env: Any) -> dict[str, Any]:
             summary["curves"][arm] = [
                 list(_triple(bootstrap_ci(curves[:, :, k], replicates=1000))) for k in range(curves.shape[2])
             ]
-    main_arms = [a for a in arms if ":" not in a and not a.startswith("warm-")]
-    if "vpo" in arms:
-        for other in main_arms:
-            if other == "vpo":
-                continue
-            common = sorted(set(arms["vpo"]) & set(arms[other]))
+    for vpo_arm in [a for a in arms if _split_arm(a)[1] == "vpo"]:
+        prefix, _, step = _split_arm(vpo_arm)
+        if prefix == "ablation:":
+            continue
+        others = [a for a in arms if _split_arm(a)[0] == prefix and _split_arm(a)[2] == step and a != vpo_arm]
+        for other in [a for a in others if not a.startswith(f"{prefix}warm-")]:
+            common = sorted(set(arms[vpo_arm]) & set(arms[other]))
             if not common:
                 continue
             diffs = {}
-            for metric in METRICS:
-                if all(metric in arms["vpo"][s] and metric in arms[other][s] for s in common):
-                    a = _stack_by_seed(arms["vpo"], metric, common)
+            for metric in (*METRICS, *REGIME_METRICS):
+                if all(metric in arms[vpo_arm][s] and metric in arms[other][s] for s in common):
+                    a = _stack_by_seed(arms[vpo_arm], metric, common)
                     b = _stack_by_seed(arms[other], metric, common)
                     diffs[metric] = _interval(paired_difference_ci(a, b))
-            summary["differences"][f"vpo - {other}"] = diffs
+            summary["differences"][f"{vpo_arm} - {other}"] = diffs
     return summary
 
 
@@ -141,6 +158,7 @@ def _cell(entry: dict[str, Any] | None) -> str:
 def markdown(summary: dict[str, Any]) -> str:
     """The arms table and the paired-difference table, each cell "mean [95% interval]"."""
     columns = [*METRICS, "collinearity"]
+    regime = [c for c in REGIME_METRICS if any(c in entry for entry in summary["arms"].values())]
     lines = [
         "| arm | mode | seeds | " + " | ".join(columns) + " |",
         "|" + "---|" * (3 + len(columns)),
@@ -148,6 +166,11 @@ def markdown(summary: dict[str, Any]) -> str:
     for arm, entry in summary["arms"].items():
         cells = [_cell(entry.get(c)) for c in columns]
         lines.append(f"| {arm} | {entry['mode']} | {len(entry['seeds'])} | " + " | ".join(cells) + " |")
+    if regime:
+        lines += ["", "| arm | seeds | " + " | ".join(regime) + " |", "|" + "---|" * (2 + len(regime))]
+        for arm, entry in summary["arms"].items():
+            cells = [_cell(entry.get(c)) for c in regime]
+            lines.append(f"| {arm} | {len(entry['seeds'])} | " + " | ".join(cells) + " |")
     if summary["differences"]:
         lines += ["", "| paired difference | " + " | ".join(METRICS) + " |", "|" + "---|" * (1 + len(METRICS))]
         for name, diffs in summary["differences"].items():
@@ -201,12 +224,12 @@ def plot(summary: dict[str, Any], root: Path, index: dict[str, Any]) -> list[Pat
     written.append(path)
 
     by_method: dict[str, list[list[float]]] = defaultdict(list)
-    for run_dir in sorted((root / "runs").glob("main__*")):
+    for run_dir in sorted((root / "runs").glob("*__*")):
         metrics_file = run_dir / "metrics.jsonl"
-        if not metrics_file.exists():
+        if not metrics_file.exists() or run_dir.name.startswith("ablation__"):
             continue
         rows = [json.loads(line) for line in metrics_file.read_text().splitlines() if line.strip()]
-        method = run_dir.name.removeprefix("main__").rsplit("-seed", 1)[0]
+        method = run_dir.name.removeprefix("main__").rsplit("-seed", 1)[0].replace("__", ":")
         by_method[method].append([float(r["diversity"]) for r in rows if "diversity" in r])
     if by_method:
         fig, ax = plt.subplots(figsize=(7, 4.5))

@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -165,13 +166,40 @@ class RunDir:
         """``eval_<name>.json`` (``init``: the warm-started model, ``final``: after RL)."""
         return self.path / f"eval_{name}.json"
 
+    def snapshot_model(self, step: int) -> Path:
+        """``snapshots/step<N>/``: the model kept after RL step N (``keep_steps=``)."""
+        return self.path / "snapshots" / f"step{step}"
+
+    def save_snapshot(self, step: int) -> Path:
+        """Copy the checkpoint's model to `snapshot_model(step)` (written beside it, then renamed).
+
+        Returns:
+            The snapshot's directory.
+        """
+        target = self.snapshot_model(step)
+        tmp = target.with_name(target.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.copytree(self.checkpoint_model, tmp)
+        _fsync_tree(tmp)
+        shutil.rmtree(target, ignore_errors=True)
+        os.replace(tmp, target)
+        return target
+
     def model_dir(self, which: str = "final") -> Path:
-        """The model of ``which``: ``final`` (the checkpoint's) or ``init`` (the warm-started one).
+        """The model of ``which``: ``final``, ``init`` or ``step<N>``.
+
+        ``final`` is the checkpoint's, ``init`` the warm-started one, ``step<N>`` the snapshot kept
+        after RL step N (``keep_steps=``).
 
         Raises:
-            RunDirError: If that model was not saved (yet).
+            RunDirError: If that model was not saved (yet), or `which` names none of these.
         """
-        target = self.init_model if which == "init" else self.checkpoint_model
+        if which in ("init", "final"):
+            target = self.init_model if which == "init" else self.checkpoint_model
+        elif re.fullmatch(r"step[0-9]+", which):
+            target = self.snapshot_model(int(which.removeprefix("step")))
+        else:
+            raise RunDirError(f"unknown model {which!r} of {self.path}: use init, final or step<N> (keep_steps=).")
         if not (target / "config.json").exists():
             raise RunDirError(f"{target} does not exist: has the run at {self.path} saved a checkpoint yet?")
         return target

@@ -403,7 +403,8 @@ def rl_phase(
                     set=f"{record['set_reward']:.3f}",
                     div=f"{record['diversity']:.2f}",
                 )
-                if (step + 1) % config.save_every == 0 or step + 1 == config.steps:
+                kept = step + 1 in config.kept_steps
+                if (step + 1) % config.save_every == 0 or step + 1 == config.steps or kept:
                     with _quiet_hf():
                         run_dir.save_checkpoint(
                             policy.save,
@@ -411,6 +412,8 @@ def rl_phase(
                             step=step + 1,
                             run_id=run_id,
                         )
+                    if kept:
+                        run_dir.save_snapshot(step + 1)
     finally:
         bar.close()
         trackers.close()
