@@ -122,6 +122,37 @@ def _check_sobol(d: int, k: int) -> None:
         raise ValueError(f"k (number of points) must be an int in [1, 2^32), got {k!r}.")
 
 
+def _scramble_bits(d: int, rng: np.random.Generator) -> tuple[NDArray[np.uint64], NDArray[np.uint64]]:
+    """One scramble's random bits from `rng`: the matrices' strictly-lower parts (d, 32) and the shift (d,)."""
+    below = rng.integers(0, 2**_BITS, size=(d, _BITS), dtype=np.uint64)
+    shift = rng.integers(0, 2**_BITS, size=d, dtype=np.uint64)
+    return below, shift
+
+
+def _scrambled_integers(k: int, below: NDArray[np.uint64], shift: NDArray[np.uint64]) -> NDArray[np.uint64]:
+    """The first k Sobol points as 32-bit integers under B scrambles, shape (B, k, d).
+
+    Args:
+        k: Number of points.
+        below: Random bits of the scramble matrices, shape (B, d, 32).
+        shift: The digital shifts, shape (B, d).
+    """
+    d = below.shape[1]
+    # Lower-triangular matrix rows as bit masks: output digit i (MSB first) is the parity of the input
+    # digits l <= i that row i selects; digit i itself is always kept (unit diagonal).
+    digit = np.uint64(1) << np.arange(_BITS - 1, -1, -1, dtype=np.uint64)  # digit i's bit, (32,)
+    at_or_above = ~(digit - np.uint64(1)) & np.uint64(2**_BITS - 1)  # the bits of digits l <= i
+    rows = (below & at_or_above & ~digit) | digit  # (B, d, 32)
+    n_bits = max(1, int(k - 1).bit_length())
+    directions = _DIRECTIONS[:d, :n_bits]  # (d, n_bits)
+    bits = _parity(rows[:, :, :, None] & directions[None, :, None, :])  # (B, d, 32 digits, n_bits)
+    scrambled = np.bitwise_or.reduce(bits << (np.uint64(_BITS - 1) - np.arange(_BITS, dtype=np.uint64))[:, None], axis=2)
+    index = np.arange(k, dtype=np.uint64)
+    digits = (index[:, None] >> np.arange(n_bits, dtype=np.uint64)) & np.uint64(1)  # (k, n_bits)
+    chosen = np.where(digits[None, :, None, :] == 1, scrambled[:, None, :, :], np.uint64(0))  # (B, k, d, n_bits)
+    return np.bitwise_xor.reduce(chosen, axis=3) ^ shift[:, None, :]
+
+
 def sobol_points(d: int, k: int, rng: np.random.Generator | None = None) -> NDArray[np.float64]:
     """The first k points of the d-dimensional Sobol sequence, optionally scrambled.
 
@@ -131,31 +162,15 @@ def sobol_points(d: int, k: int, rng: np.random.Generator | None = None) -> NDAr
         rng: Source of the scramble's bits; None gives the plain (unscrambled) sequence.
 
     Returns:
-        Points, shape (k, d), each coordinate the midpoint of its 2^-32 cell (in (0, 1)) when
-        scrambled; the plain sequence's exact dyadic values (point 0 is the origin) otherwise.
+        Points, shape (k, d): scrambled, each coordinate is the midpoint of its 2^-32 cell (in (0, 1));
+        plain, the sequence's exact dyadic values (point 0 is the origin).
     """
     _check_sobol(d, k)
-    directions = _DIRECTIONS[:d]
-    if rng is not None:
-        # Lower-triangular matrix rows as bit masks: output digit i (MSB first) is the parity of the
-        # input digits l <= i selected by row i; digit i itself is always kept (unit diagonal).
-        below = rng.integers(0, 2**_BITS, size=(d, _BITS), dtype=np.uint64)
-        digit = np.uint64(1) << np.arange(_BITS - 1, -1, -1, dtype=np.uint64)  # digit i's bit, (32,)
-        at_or_above = ~(digit - np.uint64(1)) & np.uint64(2**_BITS - 1)  # bits of digits l <= i
-        rows = (below & at_or_above & ~digit) | digit  # (d, 32)
-        bits = _parity(rows[:, :, None] & directions[:, None, :])  # (d, 32 digits, 32 directions)
-        directions = np.bitwise_or.reduce(bits << (np.uint64(_BITS - 1) - np.arange(_BITS, dtype=np.uint64))[None, :, None], axis=1)
-        shift = rng.integers(0, 2**_BITS, size=d, dtype=np.uint64)
-    else:
-        shift = np.zeros(d, dtype=np.uint64)
-    index = np.arange(k, dtype=np.uint64)
-    n_bits = max(1, int(k - 1).bit_length())
-    digits = (index[:, None] >> np.arange(n_bits, dtype=np.uint64)) & np.uint64(1)  # (k, n_bits)
-    chosen = np.where(digits[:, None, :] == 1, directions[None, :, :n_bits], np.uint64(0))  # (k, d, n_bits)
-    integers = np.bitwise_xor.reduce(chosen, axis=2) ^ shift  # (k, d)
-    if rng is None:
-        return integers.astype(np.float64) / 2.0**_BITS
-    return (integers.astype(np.float64) + 0.5) / 2.0**_BITS
+    if rng is None:  # the identity matrix (no bits below the diagonal) and no shift
+        plain = _scrambled_integers(k, np.zeros((1, d, _BITS), dtype=np.uint64), np.zeros((1, d), dtype=np.uint64))
+        return plain[0].astype(np.float64) / 2.0**_BITS
+    below, shift = _scramble_bits(d, rng)
+    return (_scrambled_integers(k, below[None], shift[None])[0].astype(np.float64) + 0.5) / 2.0**_BITS
 
 
 # ------------------------------------------------------------------------ Gamma quantile
@@ -275,7 +290,11 @@ def sobol_weights(
     if not (isinstance(alpha, int | float | np.floating) and math.isfinite(alpha) and alpha > 0):
         raise ValueError(f"alpha (Dirichlet concentration) must be a finite positive number, got {alpha!r}.")
     streams = KeyedWeights(seed)
-    u = np.stack([sobol_points(d, k, streams.generator(key)) for key in keys]) if len(keys) else np.empty((0, k, d))
+    below = np.empty((len(keys), d, _BITS), dtype=np.uint64)
+    shift = np.empty((len(keys), d), dtype=np.uint64)
+    for b, key in enumerate(keys):
+        below[b], shift[b] = _scramble_bits(d, streams.generator(key))
+    u = (_scrambled_integers(k, below, shift).astype(np.float64) + 0.5) / 2.0**_BITS  # (B, k, d)
     gammas = gamma_quantile(u, float(alpha)) if u.size else u
     totals = gammas.sum(axis=-1, keepdims=True)
     degenerate = totals <= 0.0  # only possible for tiny alpha: every quantile underflowed
