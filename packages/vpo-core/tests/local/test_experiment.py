@@ -39,6 +39,15 @@ def test_plan_shares_one_warm_start_per_mode_and_seed():
     assert len({j.name for j in jobs}) == len(jobs)
 
 
+def test_weight_sampler_reaches_every_training_run():
+    jobs = plan(ExperimentConfig(methods="grpo,vpo", main_seeds=1, weight_sampler="sobol"))
+    assert all("weight_sampler=sobol" in j.args for j in jobs if j.kind in ("warm", "train"))
+    default = plan(ExperimentConfig(methods="grpo,vpo", main_seeds=1))
+    assert not any(a.startswith("weight_sampler=") for j in default for a in j.args)
+    with pytest.raises(ValueError, match="weight_sampler must be one of"):
+        ExperimentConfig(weight_sampler="halton")
+
+
 def test_bad_method_is_refused():
     with pytest.raises(ValueError, match="unknown methods"):
         ExperimentConfig(methods="grpo,vpoo")

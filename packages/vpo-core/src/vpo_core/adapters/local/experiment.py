@@ -32,6 +32,7 @@ import numpy as np
 
 from vpo_core.cli_config import option, run_cli
 from vpo_core.methods import METHODS, get_method
+from vpo_core.qmc import check_weight_sampler
 from vpo_core.registry import DEFAULT_ENV
 
 __all__ = ["ExperimentConfig", "Job", "main", "plan"]
@@ -56,6 +57,7 @@ class ExperimentConfig:
     ablation_seeds: int = option(2, "seeds of the warm-start ablation")
     steps: int = option(50, "RL steps per run")
     train: str = option("", "extra apps/train.py options for every run, space-separated key=value")
+    weight_sampler: str = option("dirichlet", "weights of VPO/random_w in every run: dirichlet or sobol (quasi-Monte Carlo)")
     eval_tasks: int = option(100, "test tasks evaluated")
     eval_samples: int = option(30, "candidates per task (samples // m chains in multi mode)")
     evaluate: str = option("", "extra apps/evaluate.py options, space-separated key=value")
@@ -74,6 +76,7 @@ class ExperimentConfig:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}.")
         if self.steps < 0 or self.ablation_seeds < 0:
             raise ValueError("steps and ablation_seeds must be >= 0.")
+        check_weight_sampler(self.weight_sampler)
 
     @property
     def method_list(self) -> list[str]:
@@ -128,6 +131,8 @@ def plan(config: ExperimentConfig) -> list[Job]:
     work = config.work_dir
     train_extra = config.train.split()
     common = [f"env={config.env}", f"threads={config.threads}", "eval_tasks=0", *train_extra]
+    if config.weight_sampler != "dirichlet":  # the default stays off the command lines of earlier grids
+        common.append(f"weight_sampler={config.weight_sampler}")
     warm_jobs: dict[str, Job] = {}
     jobs: list[Job] = []
     evals: list[Job] = []
