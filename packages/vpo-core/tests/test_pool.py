@@ -190,4 +190,7 @@ def test_envcli_score_uses_the_same_metrics():
     assert summary["expected_best_at_k"]["E_w[best@3]"] == round(metrics["E_w[best@3]"], 6)
     assert summary["best_at_k[answer_f1]"]["best@3"] == round(metrics["best@3[answer_f1]"], 6)
     assert summary["reward_diversity"] == round(float(np.mean([reward_diversity(r[:, 0]) for r in rewards])), 6)
+    assert summary["chain_pass_at_k"]["chain_pass@3"] == round(metrics["chain_pass@3"], 6)
+    assert summary["solution_pass_at_k"]["solution_pass@3"] == round(metrics["solution_pass@3"], 6)
+    assert summary["pareto_fraction"] == round(metrics["pareto_fraction"], 6)
     assert summary["mean_reward"]["gold"] == round(float(np.mean([r[..., 1].mean() for r in rewards])), 6)
