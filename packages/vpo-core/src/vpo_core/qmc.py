@@ -146,7 +146,9 @@ def _scrambled_integers(k: int, below: NDArray[np.uint64], shift: NDArray[np.uin
     n_bits = max(1, int(k - 1).bit_length())
     directions = _DIRECTIONS[:d, :n_bits]  # (d, n_bits)
     bits = _parity(rows[:, :, :, None] & directions[None, :, None, :])  # (B, d, 32 digits, n_bits)
-    scrambled = np.bitwise_or.reduce(bits << (np.uint64(_BITS - 1) - np.arange(_BITS, dtype=np.uint64))[:, None], axis=2)
+    scrambled = np.bitwise_or.reduce(
+        bits << (np.uint64(_BITS - 1) - np.arange(_BITS, dtype=np.uint64))[:, None], axis=2
+    )
     index = np.arange(k, dtype=np.uint64)
     digits = (index[:, None] >> np.arange(n_bits, dtype=np.uint64)) & np.uint64(1)  # (k, n_bits)
     chosen = np.where(digits[None, :, None, :] == 1, scrambled[:, None, :, :], np.uint64(0))  # (B, k, d, n_bits)

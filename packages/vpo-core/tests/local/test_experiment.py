@@ -113,7 +113,8 @@ def test_the_report_has_the_pool_metrics_table(tmp_path):
     table = write_report(index).read_text()
     rows = table[table.index("| pool metrics") :].splitlines()
     assert rows[0] == "| pool metrics | seeds | pareto_fraction | chain_pass@10 | solution_pass@10 |"
-    assert rows[2].startswith("| grpo | 3 | ") and rows[3].startswith("| vpo | 3 | ")
+    assert rows[2].startswith("| grpo | 3 | ")
+    assert rows[3].startswith("| vpo | 3 | ")
 
 
 def test_summary_interval_covers_zero_without_a_difference(tmp_path):

@@ -103,7 +103,8 @@ class TrainConfig:
     num_weights: int = option(100, "weight draws per group (VPO, random_w, E_w metrics)")
     alpha: float = option(1.0, "Dirichlet concentration of the weight draws")
     weight_sampler: str = option(
-        "dirichlet", "how VPO/random_w draw the group's weights: dirichlet (iid, the paper's) or sobol (quasi-Monte Carlo)"
+        "dirichlet",
+        "how VPO/random_w draw the group's weights: dirichlet (iid, the paper's) or sobol (quasi-Monte Carlo)",
     )
     std: str = option("population", "group std of the advantage normaliser: population or unbiased")
     max_new_tokens: int | None = option(

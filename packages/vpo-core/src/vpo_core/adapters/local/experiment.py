@@ -57,7 +57,9 @@ class ExperimentConfig:
     ablation_seeds: int = option(2, "seeds of the warm-start ablation")
     steps: int = option(50, "RL steps per run")
     train: str = option("", "extra apps/train.py options for every run, space-separated key=value")
-    weight_sampler: str = option("dirichlet", "weights of VPO/random_w in every run: dirichlet or sobol (quasi-Monte Carlo)")
+    weight_sampler: str = option(
+        "dirichlet", "weights of VPO/random_w in every run: dirichlet or sobol (quasi-Monte Carlo)"
+    )
     eval_tasks: int = option(100, "test tasks evaluated")
     eval_samples: int = option(30, "candidates per task (samples // m chains in multi mode)")
     evaluate: str = option("", "extra apps/evaluate.py options, space-separated key=value")
