@@ -455,7 +455,7 @@ def rollout_scalars(
             prompt, shape (B, d).
         weight_sampler: How vpo and random_w draw the group-shared weights: ``"dirichlet"`` (iid
             Dir(alpha), the paper's) or ``"sobol"`` (scrambled Sobol points mapped onto the simplex,
-            `vpo_core.qmc`; d <= 16).
+            `vpo_core.qmc`; d <= 21).
 
     Returns:
         Scalars, shape (B, G); for gdpo the per-dimension rewards, shape (B, G, d).
