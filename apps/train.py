@@ -3,9 +3,10 @@
     uv run apps/train.py                                   # embedded default: maze, VPO, local engine, CPU
     uv run apps/train.py env=maze-v1 method=grpo steps=40  # another method on the local engine
     uv run apps/train.py engine=verl env=musique-v1 method=vpo model=Qwen/Qwen3-1.7B --dry-run
+    uv run --group trl apps/train.py engine=trl env=maze-v1 method=vpo model=<dir> device=cuda
 
 Arguments are `key=value` pairs (plus flags such as `--dry-run` for veRL); `engine` picks the engine
-(`local`, the default, or `verl`) and every other argument goes to it. Options of the env's
+(`local`, the default, `verl` or `trl`) and every other argument goes to it. Options of the env's
 constructor are passed as `env.<key>=<value>`. `--help` lists every option of the chosen engine
 with its default and meaning.
 """
@@ -15,7 +16,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-ENGINES = ("local", "verl")
+ENGINES = ("local", "verl", "trl")
 
 
 def split_engine(argv: list[str]) -> tuple[str, list[str]]:

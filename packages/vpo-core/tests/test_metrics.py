@@ -17,10 +17,13 @@ from vpo_core.metrics import (
     best_at_k_chains,
     best_at_k_curve,
     best_at_k_weights,
+    chain_pass_at_k,
     collinearity,
     expected_best_at_k,
+    pareto_fraction,
     pass_at_k,
     reward_diversity,
+    solution_pass_at_k,
 )
 
 SCORES = st.sampled_from([0.0, 0.1, 0.25, 0.5, 0.75, 1.0])
@@ -96,6 +99,52 @@ def test_chain_best_at_k_equals_ordered_chain_enumeration(chains, data):
         assert best_at_k_chains(chains, k) == pytest.approx(best_at_k(chains[:, 0], k), abs=1e-12)
 
 
+BOOLS = st.sampled_from([0, 1])
+
+
+@settings(max_examples=60, deadline=None)
+@given(hnp.arrays(np.int64, st.tuples(st.integers(1, 6), st.integers(1, 3)), elements=BOOLS), st.data())
+def test_chain_and_solution_pass_at_k_equal_subset_enumeration(success, data):
+    n, m = success.shape
+    k_chains = data.draw(st.integers(1, n))
+    chains = [any(success[list(s)].reshape(-1)) for s in itertools.combinations(range(n), k_chains)]
+    assert chain_pass_at_k(success, k_chains) == pytest.approx(np.mean(chains), abs=1e-12)
+    flat = success.reshape(-1)
+    k_solutions = data.draw(st.integers(1, n * m))
+    solutions = [any(flat[list(s)]) for s in itertools.combinations(range(n * m), k_solutions)]
+    assert solution_pass_at_k(success, k_solutions) == pytest.approx(np.mean(solutions), abs=1e-12)
+    if m == 1:  # one candidate per chain: both are Chen et al.'s pass@k
+        assert chain_pass_at_k(success, k_chains) == pytest.approx(pass_at_k(n, int(flat.sum()), k_chains))
+    # k chains hold k·m candidates, so at equal k the chain level is never below the solution level
+    assert chain_pass_at_k(success, k_chains) >= solution_pass_at_k(success, k_chains) - 1e-12
+
+
+def _pareto_brute(r):
+    front = 0
+    for i in range(len(r)):
+        dominated = any(all(r[j] >= r[i]) and any(r[j] > r[i]) for j in range(len(r)) if j != i)
+        front += not dominated
+    return front / len(r)
+
+
+@settings(max_examples=60, deadline=None)
+@given(hnp.arrays(np.float64, st.tuples(st.integers(1, 12), st.integers(1, 4)), elements=SCORES))
+def test_pareto_fraction_equals_the_pairwise_definition(r):
+    assert pareto_fraction(r) == pytest.approx(_pareto_brute(r), abs=1e-12)
+
+
+def test_pareto_fraction_examples_and_blocks():
+    # (1, 0) and (0, 1) trade off; (0.5, 0.5) is on the front too; (0.4, 0.4) and (0, 0) are dominated;
+    # a copy of a front point stays on the front.
+    r = np.array([[1, 0], [0, 1], [0.5, 0.5], [0.4, 0.4], [0, 0], [1, 0]], dtype=float)
+    assert pareto_fraction(r) == pytest.approx(4 / 6)
+    assert pareto_fraction(np.ones((5, 3))) == 1.0
+    big = np.random.default_rng(0).random((700, 3)).round(1)  # more rows than one comparison block (499)
+    geq = np.all(big[None] >= big[:, None], axis=-1)  # [i, j]: j at least as good as i everywhere
+    gt = np.any(big[None] > big[:, None], axis=-1)
+    assert pareto_fraction(big) == pytest.approx(np.mean(~np.any(geq & gt, axis=1)), abs=1e-12)
+
+
 def test_expected_best_at_k_chains_matches_per_weight_loop():
     rng = np.random.default_rng(3)
     pool = rng.random((6, 3, 4))
@@ -144,6 +193,11 @@ def test_pass_at_k_in_unit_interval_and_monotone(n, data):
         (lambda: pass_at_k(4, 1, 5), "1 <= k <= n"),
         (lambda: expected_best_at_k([[1, 0]], 1, weights=[[1, 0, 0]]), r"weights must have shape \(K, 2\)"),
         (lambda: reward_diversity(np.zeros((2, 2, 2, 2))), r"\(N, d\) or \(P, N, d\)"),
+        (lambda: chain_pass_at_k([[1, 0], [0, 0]], 3), r"k \(chains\) must satisfy 1 <= k \(chains\) <= n"),
+        (lambda: solution_pass_at_k([[1, 0], [0, 0]], 5), r"k \(candidates\) must satisfy"),
+        (lambda: chain_pass_at_k([[0.5]], 1), "booleans"),
+        (lambda: chain_pass_at_k([1, 0], 1), r"shape \(n chains, m candidates\)"),
+        (lambda: pareto_fraction(np.zeros((0, 2))), r"N >= 1"),
     ],
 )
 def test_bad_input_is_named(call, message):

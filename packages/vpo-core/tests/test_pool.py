@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -61,6 +64,21 @@ class RaggedEnv(ToyEnv):
         return RewardSpec.uniform([f"t{i}" for i in range(task.index + 2)])
 
 
+def _subset_pass(success, k, limit=3000):
+    """The fraction of k-subsets holding a success: every subset, or `limit` random ones (then approximately)."""
+    n = len(success)
+    if math.comb(n, k) <= limit:
+        subsets = itertools.combinations(range(n), k)
+        return float(np.mean([success[list(s)].any() for s in subsets]))
+    rng = np.random.default_rng(k)
+    return float(np.mean([success[rng.choice(n, k, replace=False)].any() for _ in range(limit)]))
+
+
+def _pareto(r):
+    dominated = [any(np.all(r[j] >= r[i]) and np.any(r[j] > r[i]) for j in range(len(r))) for i in range(len(r))]
+    return 1.0 - float(np.mean(dominated))
+
+
 def _legacy(env, tasks, rewards, mode, num_weights=100):
     """The evaluation's pool metrics before they moved to core (vectorised over tasks), as the oracle."""
     n_tasks, n, m, d = rewards.shape
@@ -91,6 +109,15 @@ def _legacy(env, tasks, rewards, mode, num_weights=100):
     out["diversity_valid"] = float(
         np.mean([reward_diversity(np.array(rows)) if len(rows) >= 2 else 0.0 for rows in valid_rows])
     )
+    # the pool metrics added later, by brute force: enumerate k-subsets of chains / candidates, compare pairs
+    for k in KS:
+        if k <= n:
+            out[f"chain_pass@{k}"] = float(
+                np.mean([_subset_pass(s_, k) for s_ in success.reshape(n_tasks, n, m).any(axis=2)])
+            )
+        if k <= n * m:
+            out[f"solution_pass@{k}"] = float(np.mean([_subset_pass(s_, k) for s_ in success.reshape(n_tasks, -1)]))
+    out["pareto_fraction"] = float(np.mean([_pareto(f) for f in flat]))
     if mode == "multi":
         curve = [float(np.mean(best_at_k_chains(scores, k))) for k in range(1, n * m + 1)]
     else:
@@ -109,7 +136,12 @@ def test_pool_summary_matches_the_replaced_evaluation_code(mode, m, n):
     got = pool_summary(env, tasks, list(rewards), mode=mode)
     assert set(got) == set(expected)
     for key, value in expected.items():  # equal up to float summation order (a few ulp)
+        if "pass@" in key and key.split("@")[0] in ("chain_pass", "solution_pass"):
+            continue
         assert got[key] == pytest.approx(value, rel=1e-12, abs=1e-15), key
+    for key in (k for k in expected if k.startswith(("chain_pass@", "solution_pass@"))):
+        # exact where every subset was enumerated; within Monte Carlo error (3000 subsets) otherwise
+        assert got[key] == pytest.approx(expected[key], abs=0.03), key
     np.testing.assert_allclose(pool_curve(env, tasks, list(rewards), mode=mode), expected_curve, rtol=1e-12)
 
 
@@ -166,6 +198,9 @@ def test_envcli_score_uses_the_same_metrics():
     assert summary["expected_best_at_k"]["E_w[best@3]"] == round(metrics["E_w[best@3]"], 6)
     assert summary["best_at_k[answer_f1]"]["best@3"] == round(metrics["best@3[answer_f1]"], 6)
     assert summary["reward_diversity"] == round(float(np.mean([reward_diversity(r[:, 0]) for r in rewards])), 6)
+    assert summary["chain_pass_at_k"]["chain_pass@3"] == round(metrics["chain_pass@3"], 6)
+    assert summary["solution_pass_at_k"]["solution_pass@3"] == round(metrics["solution_pass@3"], 6)
+    assert summary["pareto_fraction"] == round(metrics["pareto_fraction"], 6)
     assert summary["mean_reward"]["gold"] == round(float(np.mean([r[..., 1].mean() for r in rewards])), 6)
 
 

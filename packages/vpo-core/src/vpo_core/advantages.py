@@ -40,6 +40,7 @@ from vpo_core.methods import (
 )
 from vpo_core.metrics import best_at_k_weight_rows
 from vpo_core.objectives import best_of_m_mean
+from vpo_core.qmc import check_weight_sampler, sobol_weights
 from vpo_core.weights import KeyedWeights, group_weights
 
 __all__ = [
@@ -332,6 +333,7 @@ class ObjectiveInputs:
         num_weights: K, vpo's draws per group.
         alpha: Dirichlet concentration (vpo, random_w).
         goal_weights: goal_cond's prompt weights, shape (B, d), or None.
+        weight_sampler: ``"dirichlet"`` (iid draws) or ``"sobol"`` (scrambled Sobol points, `vpo_core.qmc`).
     """
 
     w_star: NDArray[np.float64]
@@ -340,6 +342,15 @@ class ObjectiveInputs:
     num_weights: int
     alpha: float
     goal_weights: NDArray[np.float64] | None
+    weight_sampler: str = "dirichlet"
+
+    def draw(self, d: int, k: int, keys: Sequence[Hashable], draws: KeyedWeights | None = None) -> NDArray[np.float64]:
+        """K group-shared Dir(alpha) weights per key from the configured sampler, shape (len(keys), k, d)."""
+        if self.weight_sampler == "sobol":
+            return sobol_weights(d, k, keys, alpha=self.alpha, seed=self.seed)
+        if draws is not None:
+            return draws.weights(d, k, keys, alpha=self.alpha)
+        return group_weights(d, k, keys, alpha=self.alpha, seed=self.seed)
 
 
 @register_objective("w_star")
@@ -357,7 +368,7 @@ def _per_dim_rewards(r: NDArray[np.float64], inputs: ObjectiveInputs) -> NDArray
 @register_objective("random_w")
 def _random_w_scalars(r: NDArray[np.float64], inputs: ObjectiveInputs) -> NDArray[np.float64]:
     """w·r with one Dir(alpha) draw per group, keyed like VPO's draws, shape (B, G)."""
-    w = group_weights(r.shape[-1], 1, inputs.keys, alpha=inputs.alpha, seed=inputs.seed)[:, 0, :]
+    w = inputs.draw(r.shape[-1], 1, inputs.keys)[:, 0, :]
     return np.einsum("bgd,bd->bg", r[:, :, 0], w)
 
 
@@ -400,7 +411,7 @@ def _vpo_scalars(r: NDArray[np.float64], inputs: ObjectiveInputs) -> NDArray[np.
     out = np.empty(r.shape[:2])
     for start in range(0, n_groups, _GROUPS_PER_BLOCK):
         block = slice(start, start + _GROUPS_PER_BLOCK)
-        weights = draws.weights(d, inputs.num_weights, inputs.keys[block], alpha=inputs.alpha)  # (b, K, d)
+        weights = inputs.draw(d, inputs.num_weights, inputs.keys[block], draws)  # (b, K, d)
         out[block] = best_of_m_mean(r[block], weights[:, None])
     return out
 
@@ -425,6 +436,7 @@ def rollout_scalars(
     num_weights: int = 100,
     alpha: float = 1.0,
     goal_weights: ArrayLike | Sequence[ArrayLike] | None = None,
+    weight_sampler: str = "dirichlet",
 ) -> NDArray[np.float64]:
     """The number each rollout contributes to its group: the method's registered objective.
 
@@ -441,6 +453,9 @@ def rollout_scalars(
         alpha: Dirichlet concentration.
         goal_weights: goal_cond only (and required there): the weights written into each group's
             prompt, shape (B, d).
+        weight_sampler: How vpo and random_w draw the group-shared weights: ``"dirichlet"`` (iid
+            Dir(alpha), the paper's) or ``"sobol"`` (scrambled Sobol points mapped onto the simplex,
+            `vpo_core.qmc`; d <= 21).
 
     Returns:
         Scalars, shape (B, G); for gdpo the per-dimension rewards, shape (B, G, d).
@@ -454,7 +469,9 @@ def rollout_scalars(
     if goal_weights is not None and not spec.goal_prompt:
         raise ValueError(f"goal_weights apply to goal-conditioned methods only; method {method!r} does not read them.")
     if not isinstance(rewards, np.ndarray) and isinstance(rewards, list | tuple):
-        return _ragged_scalars(method, rewards, w_star, seed, group_keys, num_weights, alpha, goal_weights)
+        return _ragged_scalars(
+            method, rewards, w_star, seed, group_keys, num_weights, alpha, goal_weights, weight_sampler
+        )
     r = _check_rewards(rewards)
     n_groups, _, m, d = r.shape
     try:
@@ -477,6 +494,7 @@ def rollout_scalars(
         num_weights=int(num_weights),
         alpha=alpha,
         goal_weights=goal,
+        weight_sampler=check_weight_sampler(weight_sampler),
     )
     with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported below, by name
         scalars = objective(r, inputs)
@@ -484,7 +502,7 @@ def rollout_scalars(
 
 
 # ---------------------------------------------------------------------------------- ragged d
-def _ragged_scalars(method, rewards, w_star, seed, group_keys, num_weights, alpha, goal_weights):
+def _ragged_scalars(method, rewards, w_star, seed, group_keys, num_weights, alpha, goal_weights, weight_sampler):
     """`rollout_scalars` over a list of (G, m, d_b) groups: one vectorised call per distinct (d, w*)."""
     n_groups = len(rewards)
     if n_groups == 0:
@@ -516,6 +534,7 @@ def _ragged_scalars(method, rewards, w_star, seed, group_keys, num_weights, alph
             num_weights=num_weights,
             alpha=alpha,
             goal_weights=None if goal_weights is None else np.stack([np.asarray(goal_weights[b]) for b in idx]),
+            weight_sampler=weight_sampler,
         )
         for j, b in enumerate(idx):
             out[b] = values[j]
@@ -607,6 +626,7 @@ def compute_advantages(
     response_lengths: ArrayLike | None = None,
     gdpo_weights: ArrayLike | None = None,
     divide_by_n: bool | None = None,
+    weight_sampler: str = "dirichlet",
 ) -> NDArray[np.float64]:
     """Advantages of a batch for any method of the paper.
 
@@ -627,6 +647,8 @@ def compute_advantages(
         response_lengths: gdpo only: valid tokens per rollout, shape (B, G), for token-weighted whitening.
         gdpo_weights: gdpo only: channel weights, shape (d,).
         divide_by_n: maxrl only: divide by G (veRL's official form).
+        weight_sampler: vpo and random_w: ``"dirichlet"`` (iid draws, the paper's) or ``"sobol"``
+            (quasi-Monte Carlo: scrambled Sobol points mapped onto Dir(alpha), `vpo_core.qmc`).
 
     Returns:
         Advantages, shape (B, G), one per rollout (broadcast to its tokens by the engine); never NaN.
@@ -655,6 +677,7 @@ def compute_advantages(
         num_weights=num_weights,
         alpha=alpha,
         goal_weights=goal_weights,
+        weight_sampler=weight_sampler,
     )
     return normalize_scalars(method, scalars, std=std, eps=eps, **options)
 

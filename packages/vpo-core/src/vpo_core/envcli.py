@@ -122,10 +122,13 @@ def score_pools(
 
     summary["best_at_k"] = group("best@")
     summary["pass_at_k"] = group("pass@")
+    summary["chain_pass_at_k"] = group("chain_pass@")
+    summary["solution_pass_at_k"] = group("solution_pass@")
     summary["expected_best_at_k"] = group("E_w[best@", "]")
     for dim in env.profile.report_dims:
         summary[f"best_at_k[{dim}]"] = group("best@", f"[{dim}]", strip=True)
     summary["reward_diversity"] = round(metrics["diversity"], 6)
+    summary["pareto_fraction"] = round(metrics["pareto_fraction"], 6)
     summary["collinearity"] = round(metrics["collinearity"], 6) if np.isfinite(metrics["collinearity"]) else None
     summary["mean_w_star"] = round(metrics["mean_w_star"], 6)
     for key, values in extras.items():

@@ -1,7 +1,7 @@
-"""Evaluation metrics of the paper (its appendix on evaluation).
+"""Evaluation metrics of the paper (its appendix on evaluation), and the authors' pool metrics.
 
 pass@k, best@k (iid and multi-answer chains), E_w[best@k], reward-space diversity and on-policy
-collinearity.
+collinearity; chain-level and solution-level pass@k and the Pareto fraction of a pool.
 
 Every estimator is exact and unbiased for sampling without replacement from the pool, computed in
 float64 with stable weights; none of them resamples.
@@ -23,10 +23,13 @@ __all__ = [
     "best_at_k_curve",
     "best_at_k_weight_rows",
     "best_at_k_weights",
+    "chain_pass_at_k",
     "collinearity",
     "expected_best_at_k",
+    "pareto_fraction",
     "pass_at_k",
     "reward_diversity",
+    "solution_pass_at_k",
 ]
 
 
@@ -71,6 +74,81 @@ def pass_at_k(n: ArrayLike, c: ArrayLike, k: ArrayLike) -> NDArray[np.float64] |
             terms = np.arange(n_i - c_i + 1, n_i + 1, dtype=np.float64)
             flat_out[i] = -math.expm1(float(np.sum(np.log1p(-k_i / terms))))
     return float(out) if out.ndim == 0 else out
+
+
+def _check_success(success: ArrayLike) -> NDArray[np.bool_]:
+    s = np.asarray(success)
+    if s.ndim != 2 or 0 in s.shape:
+        raise ValueError(f"success must have shape (n chains, m candidates) with n, m >= 1, got {s.shape}.")
+    if not np.all((s == 0) | (s == 1)):
+        raise ValueError("success must hold booleans (or 0/1): whether each candidate solves the task.")
+    return s.astype(bool)
+
+
+def chain_pass_at_k(success: ArrayLike, k: int) -> float:
+    """Chain-level pass@k: the chance that at least one of k chains, drawn without replacement, holds a success.
+
+    A chain is one completion with its m candidates; it succeeds when any candidate does. This is
+    Chen et al.'s unbiased pass@k with chains as the samples: 1 − C(n − c, k)/C(n, k), c the
+    succeeding chains. It charges a policy per completion (a generation budget of k completions).
+
+    Args:
+        success: Whether each candidate solves the task, shape (n chains, m candidates).
+        k: Number of chains, 1 <= k <= n.
+
+    Returns:
+        The estimate in [0, 1].
+    """
+    s = _check_success(success)
+    n = s.shape[0]
+    _check_k(k, n, "k (chains)")
+    return float(pass_at_k(n, int(s.any(axis=1).sum()), k))
+
+
+def solution_pass_at_k(success: ArrayLike, k: int) -> float:
+    """Solution-level pass@k: the chance that at least one of k candidates, drawn from all n·m without replacement, succeeds.
+
+    Chains are ignored: every candidate of the pool is one sample (1 − C(N − c, k)/C(N, k) with
+    N = n·m and c the succeeding candidates). It charges a policy per candidate.
+
+    Args:
+        success: Whether each candidate solves the task, shape (n chains, m candidates).
+        k: Number of candidates, 1 <= k <= n·m.
+
+    Returns:
+        The estimate in [0, 1].
+    """
+    s = _check_success(success)
+    _check_k(k, s.size, "k (candidates)")
+    return float(pass_at_k(s.size, int(s.sum()), k))
+
+
+def pareto_fraction(rewards: ArrayLike) -> float:
+    """The fraction of a pool's candidates that lie on the pool's own Pareto front.
+
+    Candidate i is dominated when some candidate j is at least as good in every dimension and
+    strictly better in one (every dimension is maximised); the front is the non-dominated
+    candidates. Copies of one reward vector do not dominate each other, so all copies of a front
+    point count. The front is the pool's own, not the task's true front (which few tasks know).
+
+    Args:
+        rewards: The pool's reward vectors, shape (N, d), N >= 1.
+
+    Returns:
+        (number of non-dominated candidates) / N, in (0, 1].
+    """
+    r = finite_array("rewards", rewards, 2)
+    if r.ndim != 2 or r.shape[0] < 1:
+        raise ValueError(f"rewards must have shape (N candidates, d) with N >= 1, got {r.shape}.")
+    n = r.shape[0]
+    dominated = np.zeros(n, dtype=bool)
+    block = max(1, 2**20 // max(1, n * r.shape[1]))  # bounds the (block, N, d) comparison to ~1M entries
+    for start in range(0, n, block):
+        rows = r[start : start + block, None, :]  # candidates i
+        geq = np.all(r[None] >= rows, axis=-1)  # (block, N): j at least as good as i everywhere
+        gt = np.any(r[None] > rows, axis=-1)  # j strictly better somewhere
+        dominated[start : start + block] = np.any(geq & gt, axis=1)
+    return float(np.count_nonzero(~dominated) / n)
 
 
 # ------------------------------------------------------------------------------------- best@k

@@ -12,9 +12,15 @@ Per task (`task_pool_metrics`), for every k in `KS` that the pool allows:
 - ``E_w[best@k]``: best@k of w·r averaged over 100 fixed Dir(1) weights;
 - ``best@k[<dim>]``: best@k of one reward dimension, for each name in ``env.profile.report_dims``
   (MuSiQue reports its answer-F1 dimension);
+- ``chain_pass@k`` (k <= n): chain-level pass@k, the chance that one of k completions (chains of m
+  candidates, drawn without replacement) holds a success, `vpo_core.metrics.chain_pass_at_k`;
+- ``solution_pass@k`` (k <= n·m): solution-level pass@k, the chance that one of k candidates drawn
+  from all n·m without regard to chains succeeds, `vpo_core.metrics.solution_pass_at_k`
+  (in single mode, m = 1, both equal ``pass@k``);
 
-and ``mean_w_star``, ``mean_<dim>`` and ``diversity`` (mean pairwise L1 distance of the pool's reward
-vectors). `pool_summary` averages them over tasks and adds the collinearity ρ̄ of all candidates.
+and ``mean_w_star``, ``mean_<dim>``, ``diversity`` (mean pairwise L1 distance of the pool's reward
+vectors) and ``pareto_fraction`` (the fraction of the pool's n·m candidates that no other candidate
+of the pool dominates: the pool's own Pareto front, `vpo_core.metrics.pareto_fraction`). `pool_summary` averages them over tasks and adds the collinearity ρ̄ of all candidates.
 
 The paper's diversity counts failed candidates, whose reward is the zero vector (an unparseable
 answer, a maze route that never reaches E), so below full validity it mostly measures the
@@ -38,7 +44,16 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from vpo_core.metrics import best_at_k, best_at_k_chains, collinearity, expected_best_at_k, reward_diversity
+from vpo_core.metrics import (
+    best_at_k,
+    best_at_k_chains,
+    chain_pass_at_k,
+    collinearity,
+    expected_best_at_k,
+    pareto_fraction,
+    reward_diversity,
+    solution_pass_at_k,
+)
 
 __all__ = ["KS", "best_at_k_of_pool", "pool_curve", "pool_summary", "task_pool_metrics", "validity_metrics"]
 
@@ -102,8 +117,9 @@ def task_pool_metrics(
         report_dims: Dimensions whose own best@k is reported (default ``env.profile.report_dims``).
 
     Returns:
-        ``mean_<dim>``, ``mean_w_star``, ``diversity`` and, per allowed k, ``best@k``, ``pass@k``,
-        ``E_w[best@k]`` and ``best@k[<dim>]``.
+        ``mean_<dim>``, ``mean_w_star``, ``diversity``, ``pareto_fraction`` and, per allowed k,
+        ``best@k``, ``pass@k``, ``E_w[best@k]``, ``best@k[<dim>]``, ``chain_pass@k`` (k <= n) and
+        ``solution_pass@k`` (k <= n·m).
 
     Raises:
         ValueError: For a pool of the wrong shape or a report dimension the task's spec lacks.
@@ -121,6 +137,10 @@ def task_pool_metrics(
     out["mean_w_star"] = float(scores.mean())
     chains = mode == "multi"
     for k in ks:
+        if k <= n:
+            out[f"chain_pass@{k}"] = chain_pass_at_k(success, k)
+        if k <= n * m:
+            out[f"solution_pass@{k}"] = solution_pass_at_k(success, k)
         if k > _pool_size(r, mode):
             continue
         out[f"best@{k}"] = best_at_k_of_pool(scores, k, mode=mode)
@@ -129,6 +149,7 @@ def task_pool_metrics(
         for name in dims:
             out[f"best@{k}[{name}]"] = best_at_k_of_pool(r[..., spec.names.index(name)], k, mode=mode)
     out["diversity"] = reward_diversity(flat)
+    out["pareto_fraction"] = pareto_fraction(flat)
     pareto_front = getattr(env, "pareto_front", None)
     out.update(validity_metrics(flat, pareto_front(task) if pareto_front is not None else None))
     return out

@@ -6,7 +6,7 @@ import pytest
 import vpo_core
 from vpo_core.adapters.local.experiment import ExperimentConfig, plan
 from vpo_core.adapters.local.experiment_report import per_task_metrics, summarise, write_report
-from vpo_core.metrics import best_at_k, best_at_k_chains
+from vpo_core.metrics import best_at_k, best_at_k_chains, chain_pass_at_k, pareto_fraction
 
 
 def test_plan_shares_one_warm_start_per_mode_and_seed():
@@ -37,6 +37,15 @@ def test_plan_shares_one_warm_start_per_mode_and_seed():
     evals = [j for j in jobs if j.kind == "eval"]
     assert len(evals) == len(train) + len(warm)
     assert len({j.name for j in jobs}) == len(jobs)
+
+
+def test_weight_sampler_reaches_every_training_run():
+    jobs = plan(ExperimentConfig(methods="grpo,vpo", main_seeds=1, weight_sampler="sobol"))
+    assert all("weight_sampler=sobol" in j.args for j in jobs if j.kind in ("warm", "train"))
+    default = plan(ExperimentConfig(methods="grpo,vpo", main_seeds=1))
+    assert not any(a.startswith("weight_sampler=") for j in default for a in j.args)
+    with pytest.raises(ValueError, match="weight_sampler must be one of"):
+        ExperimentConfig(weight_sampler="halton")
 
 
 def test_bad_method_is_refused():
@@ -88,6 +97,24 @@ def test_summary_finds_a_real_difference_and_not_a_fake_one(tmp_path):
     table = write_report(index)
     assert "vpo - grpo" in table.read_text()
     assert (tmp_path / "best_at_k.png").exists()
+
+
+def test_the_report_has_the_pool_metrics_table(tmp_path):
+    index = _fake_experiment(tmp_path, shift=0.3)
+    env = vpo_core.make("maze-v1")
+    summary = summarise(index, env)
+    pool = np.load(tmp_path / "pools/grpo-0.npz")["rewards"].astype(np.float64)  # (20 tasks, 12, 1, 4)
+    per_task = per_task_metrics(env, pool, mode="single")
+    success = np.stack([env.is_success(p, t) for p, t in zip(pool, env.tasks("test")[:20], strict=True)])
+    np.testing.assert_allclose(per_task["chain_pass@10"], [chain_pass_at_k(s_, 10) for s_ in success])
+    np.testing.assert_allclose(per_task["pareto_fraction"], [pareto_fraction(p.reshape(-1, 4)) for p in pool])
+    assert {"pareto_fraction", "chain_pass@10", "solution_pass@10"} <= set(summary["arms"]["grpo"])
+    assert "chain_pass@10" not in summary["arms"]["vpo"]  # 4 chains per task: fewer than 10
+    table = write_report(index).read_text()
+    rows = table[table.index("| pool metrics") :].splitlines()
+    assert rows[0] == "| pool metrics | seeds | pareto_fraction | chain_pass@10 | solution_pass@10 |"
+    assert rows[2].startswith("| grpo | 3 | ")
+    assert rows[3].startswith("| vpo | 3 | ")
 
 
 def test_summary_interval_covers_zero_without_a_difference(tmp_path):

@@ -40,6 +40,7 @@ from vpo_core.advantages import (  # noqa: E402
     zscore_by_index,
 )
 from vpo_core.profile import EnvProfile  # noqa: E402
+from vpo_core.qmc import sobol_weights  # noqa: E402
 from vpo_core.registry import resolve_env_class  # noqa: E402
 from vpo_core.weights import dirichlet_weights  # noqa: E402
 
@@ -302,6 +303,13 @@ def test_run_options_and_veRL_overrides_reach_the_config(tmp_path, capsys):
     assert dict(config.data.apply_chat_template_kwargs) == {}  # Qwen2.5-Coder has no thinking mode
 
 
+def test_weight_sampler_reaches_the_reward_managers_options(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["env=maze-v1", "method=vpo", f"out={out}", "weight_sampler=sobol", "--dry-run"]) == 0
+    assert "scrambled Sobol points per group" in capsys.readouterr().out
+    assert OmegaConf.load(out / "verl_config.yaml").algorithm.vpo.weight_sampler == "sobol"
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
@@ -316,6 +324,7 @@ def test_run_options_and_veRL_overrides_reach_the_config(tmp_path, capsys):
         (["n_gpus=3"], "validate_config rejected the cell"),
         (["n=three"], "n must be an integer"),
         (["env.data_dir=/x"], "pass env=ID (installed: "),
+        (["weight_sampler=halton"], "weight_sampler must be one of ('dirichlet', 'sobol')"),
     ],
 )
 def test_bad_input_fails_before_launch(argv, message, capsys, tmp_path):
@@ -477,6 +486,19 @@ def test_reward_manager_returns_the_methods_rollout_scalar(tokenizer, method):
     if method == "vpo":
         weights = dirichlet_weights(4, 50, seed=3, key="uid-7")
         assert out["reward_score"] == pytest.approx(float(np.mean((train @ weights.T).max(axis=0))), rel=1e-6)
+
+
+def test_reward_manager_draws_sobol_weights_when_asked(tokenizer):
+    env = vpo_core.make("maze-v1", train_size=5, test_size=5)
+    row = rows_for("maze-v1", "test", "vpo", env_config={"test_size": 5})[2]
+    task = env.tasks("test")[2]
+    text = env.reference_completion(task, mode="multi", m=3)
+    config = OmegaConf.create({"algorithm": {"vpo": {"seed": 3, "num_weights": 16, "weight_sampler": "sobol"}}})
+    manager = get_reward_manager_cls("vpo")(config, tokenizer, None)
+    out = asyncio.run(manager.run_single(_trajectory(tokenizer, row, text, "uid-7")))
+    train = env.training_rewards(task, env.parse(task, text, mode="multi", m=3))
+    weights = sobol_weights(4, 16, ["uid-7"], seed=3)[0]
+    assert out["reward_score"] == pytest.approx(float(np.mean((train @ weights.T).max(axis=0))), rel=1e-9)
 
 
 def test_group_weights_match_across_fresh_processes():

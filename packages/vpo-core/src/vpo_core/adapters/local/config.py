@@ -11,6 +11,7 @@ from typing import Any
 
 from vpo_core.cli_config import option, parse_config
 from vpo_core.methods import METHODS, get_method
+from vpo_core.qmc import check_weight_sampler
 from vpo_core.registry import DEFAULT_ENV
 
 __all__ = ["LOGGERS", "TrainConfig", "parse_overrides"]
@@ -101,6 +102,10 @@ class TrainConfig:
     top_p: float | None = option(None, "rollout top-p; default: env.profile.train.top_p")
     num_weights: int = option(100, "weight draws per group (VPO, random_w, E_w metrics)")
     alpha: float = option(1.0, "Dirichlet concentration of the weight draws")
+    weight_sampler: str = option(
+        "dirichlet",
+        "how VPO/random_w draw the group's weights: dirichlet (iid, the paper's) or sobol (quasi-Monte Carlo)",
+    )
     std: str = option("population", "group std of the advantage normaliser: population or unbiased")
     max_new_tokens: int | None = option(
         None, "token budget per completion; default: the env profile's, capped at 1.25x its longest demonstration"
@@ -158,6 +163,7 @@ class TrainConfig:
             raise ValueError(f"device must be cpu or cuda[:i], got {self.device!r}.")
         if self.std not in ("population", "unbiased"):
             raise ValueError(f"std must be population or unbiased, got {self.std!r}.")
+        check_weight_sampler(self.weight_sampler)
         unknown = [name for name in self.loggers if name not in LOGGERS]
         if unknown or not self.loggers:
             raise ValueError(f"logger must be a comma-separated list of {', '.join(LOGGERS)}, got {self.logger!r}.")
@@ -214,6 +220,8 @@ class TrainConfig:
             "eval_seeds",
         ):
             data.pop(key)
+        if data["weight_sampler"] == "dirichlet":  # runs saved before the option existed drew Dirichlet weights
+            data.pop("weight_sampler")
         return data
 
 

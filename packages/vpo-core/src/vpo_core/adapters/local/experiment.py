@@ -32,6 +32,7 @@ import numpy as np
 
 from vpo_core.cli_config import option, run_cli
 from vpo_core.methods import METHODS, get_method
+from vpo_core.qmc import check_weight_sampler
 from vpo_core.registry import DEFAULT_ENV
 
 __all__ = ["ExperimentConfig", "Job", "main", "plan", "recipe_options"]
@@ -73,6 +74,9 @@ class ExperimentConfig:
     budget_single: int = option(0, "token budget of single-answer runs in training and evaluation (0: the defaults)")
     budget_multi: int = option(0, "token budget of multi-answer runs in training and evaluation (0: the defaults)")
     train: str = option("", "extra apps/train.py options for every run, space-separated key=value")
+    weight_sampler: str = option(
+        "dirichlet", "weights of VPO/random_w in every run: dirichlet or sobol (quasi-Monte Carlo)"
+    )
     eval_tasks: int = option(100, "test tasks evaluated")
     eval_samples: int = option(30, "candidates per task (samples // m chains in multi mode)")
     evaluate: str = option("", "extra apps/evaluate.py options, space-separated key=value")
@@ -101,6 +105,7 @@ class ExperimentConfig:
         for text in self.starts.split(";"):
             if text.strip() and not text.partition(":")[0].strip():
                 raise ValueError(f"each start is name:train-options, got {text!r} in starts={self.starts!r}.")
+        check_weight_sampler(self.weight_sampler)
 
     @property
     def eval_step_list(self) -> list[int]:
@@ -193,7 +198,7 @@ def _warm_start_jobs(config: ExperimentConfig, variant: str, mode: str, seed: in
     warm_dir = config.work_dir / name
     # any method of the mode gives the same warm-up (it depends on mode, m and seed only)
     warm_method = next(m for m in config.method_list if get_method(m).mode == mode)
-    common = [f"env={config.env}", f"threads={config.threads}", "eval_tasks=0", *config.train.split()]
+    common = _common_train_args(config)
     warm = Job(
         name,
         "warm",
@@ -210,7 +215,7 @@ def _run_jobs(config: ExperimentConfig, variant: str, method: str, seed: int, wa
     mode = get_method(method).mode
     name = f"{variant}/{method}-seed{seed}"
     run_dir = config.work_dir / name
-    common = [f"env={config.env}", f"threads={config.threads}", "eval_tasks=0", *config.train.split()]
+    common = _common_train_args(config)
     budget = [f"max_new_tokens={config.budget(mode)}"] if config.budget(mode) else []
     kept = [f"keep_steps={','.join(map(str, config.eval_step_list))}"] if config.eval_step_list else []
     train = Job(
@@ -238,6 +243,14 @@ def _run_jobs(config: ExperimentConfig, variant: str, method: str, seed: int, wa
             job.info["step"] = config.steps if step is None else step
         jobs.append(job)
     return jobs
+
+
+def _common_train_args(config: ExperimentConfig) -> list[str]:
+    """The apps/train.py options every warm start and run shares."""
+    common = [f"env={config.env}", f"threads={config.threads}", "eval_tasks=0", *config.train.split()]
+    if config.weight_sampler != "dirichlet":  # the default stays off the command lines of earlier grids
+        common.append(f"weight_sampler={config.weight_sampler}")
+    return common
 
 
 def _train_args(method: str, seed: int, steps: int) -> list[str]:

@@ -29,6 +29,8 @@ METRICS = (*(f"best@{k}" for k in KS), "E_w[best@5]", "pass@10", "diversity", "m
 REGIME_METRICS = ("valid", "diversity_valid", "distinct_valid", "pareto_covered")
 """What says which regime a pool is in (`vpo_core.pool`): validity, valid-only spread, distinct outcomes, Pareto coverage."""
 GOAL_METRICS = ("best@3", "best@6", "E_w[best@3]", "E_w[best@6]")
+POOL_METRICS = ("pareto_fraction", "chain_pass@10", "solution_pass@10")
+"""The authors' pool metrics: the Pareto fraction of each task's pool, chain- and solution-level pass@10."""
 """The columns of the paper's goal-conditioned table (goal-conditioned GRPO under w* and w ~ Dir(1) vs VPO)."""
 REPORT_KS = tuple(sorted({*KS, 6}))
 
@@ -106,7 +108,7 @@ def summarise(index_file: Path, env: Any) -> dict[str, Any]:
     for arm, per_seed in sorted(arms.items()):
         seeds = sorted(per_seed)
         entry: dict[str, Any] = {"seeds": seeds, "mode": modes[arm]}
-        for metric in dict.fromkeys((*METRICS, *GOAL_METRICS, *REGIME_METRICS)):
+        for metric in dict.fromkeys((*METRICS, *GOAL_METRICS, *REGIME_METRICS, *POOL_METRICS)):
             if all(metric in per_seed[s] for s in seeds):
                 entry[metric] = _interval(bootstrap_ci(_stack_by_seed(per_seed, metric, seeds)))
         rho = np.array([[per_seed[s]["collinearity"]] for s in seeds])
@@ -182,6 +184,23 @@ def markdown(summary: dict[str, Any]) -> str:
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
         lines.append("")
         lines.append("`*`: the 95% interval excludes 0 (seed × task bootstrap, paired by seed and task).")
+    pool_arms = [a for a, e in summary["arms"].items() if any(c in e for c in POOL_METRICS)]
+    if pool_arms:
+        lines += [
+            "",
+            "| pool metrics | seeds | " + " | ".join(POOL_METRICS) + " |",
+            "|" + "---|" * (2 + len(POOL_METRICS)),
+        ]
+        for arm in pool_arms:
+            entry = summary["arms"][arm]
+            cells = [_cell(entry.get(c)) for c in POOL_METRICS]
+            lines.append(f"| {arm} | {len(entry['seeds'])} | " + " | ".join(cells) + " |")
+        lines.append("")
+        lines.append(
+            "pareto_fraction: share of a task's pool that no other candidate of the pool dominates; "
+            "chain_pass@10: one of 10 completions (chains of m candidates) solves the task; "
+            "solution_pass@10: one of 10 candidates drawn from the whole pool solves it."
+        )
     goal_arms = [a for a in summary["arms"] if a.startswith("goal_cond") or a == "vpo"]
     if any(a.startswith("goal_cond") for a in goal_arms):
         lines += [

@@ -89,6 +89,7 @@ def rl_step(
         num_weights=config.num_weights,
         alpha=config.alpha,
         goal_weights=goal,
+        weight_sampler=config.weight_sampler,
     )
     # TrainConfig checks std is population or unbiased (OmegaConf has no Literal fields)
     advantages = normalize_scalars(

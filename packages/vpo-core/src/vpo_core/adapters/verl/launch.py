@@ -29,7 +29,18 @@ from vpo_core.adapters.verl.recipes import LOGGERS, RUN_DEFAULTS, Cell, cell, ov
 __all__ = ["LaunchPlan", "compose", "main", "merge_command", "plan", "summary", "validate"]
 
 _INT_KEYS = {"m", "n", "n_gpus", "nnodes", "seed", "num_weights", "k", "limit", "save_freq", "test_freq"}
-_OWN_KEYS = {*_INT_KEYS, "env", "method", "model", "out", "alpha", "logger", "max_ckpt_to_keep", "resume_mode"}
+_OWN_KEYS = {
+    *_INT_KEYS,
+    "env",
+    "method",
+    "model",
+    "out",
+    "alpha",
+    "weight_sampler",
+    "logger",
+    "max_ckpt_to_keep",
+    "resume_mode",
+}
 _HELP = """\
 apps/train.py engine=verl [key=value ...] [env.KEY=VALUE ...] [section.key=value ...] [--dry-run]
 
@@ -44,6 +55,7 @@ Own keys (default):
   seed=INT             data order and group-shared Dirichlet weights (0)
   num_weights=INT      K, Dirichlet draws per group for VPO (100)
   alpha=FLOAT          Dirichlet concentration (1.0)
+  weight_sampler=NAME  dirichlet (iid draws) or sobol (quasi-Monte Carlo) (dirichlet)
   k=INT                k of Max@k (max(2, n // 2))
   out=DIR              run directory: data/, checkpoints/, verl_config.yaml (runs/verl/<env>-<method>[-n<n>])
   logger=A,B           trackers among {loggers} (console)
@@ -239,6 +251,7 @@ def plan(argv: Sequence[str]) -> tuple[LaunchPlan, bool]:
         "seed": own.get("seed", 0),
         "num_weights": own.get("num_weights", 100),
         "alpha": own.get("alpha", 1.0),
+        "weight_sampler": str(own.get("weight_sampler", "dirichlet")),
         "k": own.get("k"),
         "logger": logger,
         "save_freq": own.get("save_freq", RUN_DEFAULTS["save_freq"]),
@@ -278,7 +291,8 @@ def summary(p: LaunchPlan) -> str:
     c = p.cell
     chat = ", ".join(f"{k}={v}" for k, v in c.chat_template_kwargs.items()) or "none"
     source = f"the paper recipe of {c.env_id}" if c.paper_recipe else "vpo-core's generic defaults (no recipe)"
-    vpo = f"K = {p.options['num_weights']} Dirichlet draws per group, alpha {p.options['alpha']}, seed {p.options['seed']}"
+    draws = "Dirichlet draws" if p.options["weight_sampler"] == "dirichlet" else "scrambled Sobol points"
+    vpo = f"K = {p.options['num_weights']} {draws} per group, alpha {p.options['alpha']}, seed {p.options['seed']}"
     total = c.n_gpus * c.nnodes
     lines = [
         f"veRL run: {c.env_id} x {c.method} (n = {c.n}), values from {source}",

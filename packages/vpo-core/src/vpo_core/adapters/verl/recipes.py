@@ -21,6 +21,7 @@ from typing import Any
 from vpo_core.env import TextEnv
 from vpo_core.methods import get_method
 from vpo_core.profile import EnvProfile, VerlRecipe
+from vpo_core.qmc import check_weight_sampler
 from vpo_core.registry import resolve_env_class
 
 __all__ = [
@@ -266,6 +267,7 @@ def overrides(
     seed: int = 0,
     num_weights: int = 100,
     alpha: float = 1.0,
+    weight_sampler: str = "dirichlet",
     k: int | None = None,
     logger: Sequence[str] = ("console",),
     save_freq: int = RUN_DEFAULTS["save_freq"],
@@ -283,6 +285,7 @@ def overrides(
         seed: Seed of the data order and of the group-shared Dirichlet weights.
         num_weights: K, the Dirichlet draws per group (VPO).
         alpha: Dirichlet concentration.
+        weight_sampler: How VPO/random_w draw the group's weights: ``"dirichlet"`` or ``"sobol"`` (`vpo_core.qmc`).
         k: The k of Max@k (default: the estimator's, max(2, n // 2)).
         logger: Trackers (`LOGGERS`).
         save_freq: Checkpoint every this many steps (and at the last step); -1 never.
@@ -299,6 +302,7 @@ def overrides(
         raise ValueError(f"unknown logger(s) {unknown}; choose from {list(LOGGERS)}, e.g. logger=console,tensorboard.")
     if resume_mode not in ("auto", "disable", "resume_path"):
         raise ValueError(f"resume_mode must be auto, disable or resume_path, got {resume_mode!r}.")
+    check_weight_sampler(weight_sampler)
     actor = "actor_rollout_ref.actor"
     out = [
         f"data.train_files={train_files}",
@@ -321,6 +325,7 @@ def overrides(
         f"+algorithm.vpo.seed={seed}",
         f"+algorithm.vpo.num_weights={num_weights}",
         f"+algorithm.vpo.alpha={alpha}",
+        f"+algorithm.vpo.weight_sampler={weight_sampler}",
         f"trainer.total_epochs={c.epochs}",
         f"trainer.n_gpus_per_node={c.n_gpus}",
         f"trainer.nnodes={c.nnodes}",

@@ -19,6 +19,7 @@ from vpo_core.advantages import rollout_scalars
 from vpo_core.env import TextEnv
 from vpo_core.methods import get_method
 from vpo_core.metrics import reward_diversity
+from vpo_core.qmc import check_weight_sampler
 from vpo_core.registry import make
 
 __all__ = ["score_trajectory", "template_prefill"]
@@ -57,7 +58,14 @@ def _env(env_id: str, config_json: str) -> TextEnv[Any, Any]:
 
 
 def score_trajectory(
-    text: str, extra_info: dict[str, Any], uid: str, *, seed: int, num_weights: int, alpha: float
+    text: str,
+    extra_info: dict[str, Any],
+    uid: str,
+    *,
+    seed: int,
+    num_weights: int,
+    alpha: float,
+    weight_sampler: str = "dirichlet",
 ) -> dict[str, Any]:
     """The reward of one trajectory.
 
@@ -68,6 +76,7 @@ def score_trajectory(
         seed: Seed of the group-shared weights.
         num_weights: K.
         alpha: Dirichlet concentration.
+        weight_sampler: ``"dirichlet"`` or ``"sobol"`` (`vpo_core.qmc`).
 
     Returns:
         ``{"reward_score": float, "reward_extra_info": {...}}``; extras have the same keys and
@@ -93,6 +102,7 @@ def score_trajectory(
         num_weights=num_weights,
         alpha=alpha,
         goal_weights=goal_weights,
+        weight_sampler=weight_sampler,
     )
     score = float(spec.scalarize(raw[0])) if method.normalizer == "gdpo" else float(np.asarray(scalar).reshape(-1)[0])
     w_scores = spec.scalarize(raw)
@@ -131,6 +141,7 @@ def _make_manager_class() -> type:
             self.seed = int(options.get("seed", 0))
             self.num_weights = int(options.get("num_weights", 100))
             self.alpha = float(options.get("alpha", 1.0))
+            self.weight_sampler = check_weight_sampler(options.get("weight_sampler", "dirichlet"))
             data = config.get("data", {}) if hasattr(config, "get") else {}
             # the env scores the whole assistant turn: what the template pre-fills, then the generated text
             self.prefill = template_prefill(tokenizer, dict(data.get("apply_chat_template_kwargs", {}) or {}))
@@ -148,7 +159,13 @@ def _make_manager_class() -> type:
             return await loop.run_in_executor(
                 None,
                 lambda: score_trajectory(
-                    self.prefill + text, extra_info, uid, seed=self.seed, num_weights=self.num_weights, alpha=self.alpha
+                    self.prefill + text,
+                    extra_info,
+                    uid,
+                    seed=self.seed,
+                    num_weights=self.num_weights,
+                    alpha=self.alpha,
+                    weight_sampler=self.weight_sampler,
                 ),
             )
 

@@ -1,0 +1,5 @@
+"""The TRL adapter: TRL's GRPOTrainer with vpo-core's set-level advantages (``apps/train.py engine=trl``).
+
+Needs the ``trl`` dependency group (``uv sync --group trl``); nothing here is imported by vpo-core's
+base install.
+"""

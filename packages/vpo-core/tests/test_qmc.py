@@ -1,0 +1,168 @@
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from vpo_core.advantages import compute_advantages
+from vpo_core.qmc import MAX_SOBOL_DIM, gamma_quantile, sobol_points, sobol_weights
+from vpo_core.weights import group_weights
+
+
+# ------------------------------------------------------------------ the Sobol sequence
+def test_plain_sobol_first_points_are_the_known_sequence():
+    # Dimension 1 is van der Corput; dimensions 2 and 3 (x+1, x^2+x+1) start as below in natural order.
+    p = sobol_points(3, 8)
+    assert p[:, 0].tolist() == [0, 0.5, 0.25, 0.75, 0.125, 0.625, 0.375, 0.875]
+    assert p[:, 1].tolist() == [0, 0.5, 0.75, 0.25, 0.625, 0.125, 0.375, 0.875]
+    assert p[:, 2].tolist() == [0, 0.5, 0.75, 0.25, 0.375, 0.875, 0.625, 0.125]
+
+
+@pytest.mark.parametrize("scrambled", [False, True])
+def test_every_dimension_is_stratified(scrambled):
+    # A (0, 1)-sequence in each coordinate: the first 2^t points put one point in each cell of width 2^-t.
+    rng = np.random.default_rng(3) if scrambled else None
+    p = sobol_points(MAX_SOBOL_DIM, 256, rng)
+    for j in range(MAX_SOBOL_DIM):
+        assert sorted(np.floor(p[:, j] * 256).astype(int).tolist()) == list(range(256))
+
+
+def test_pairs_of_dimensions_fill_dyadic_boxes():
+    # The 2-d projections of the first 2^10 points are (t, 10, 2)-nets with t <= 6 (Joe & Kuo's tables give
+    # t <= 5 for every pair of the first 21 dimensions here): every 2^-a x 2^-b box with a + b = 4 holds
+    # exactly 2^6 points. A wrong direction number breaks it; the scramble preserves it.
+    p = sobol_points(MAX_SOBOL_DIM, 1024, np.random.default_rng(0))
+    for i in range(MAX_SOBOL_DIM):
+        for j in range(i + 1, MAX_SOBOL_DIM):
+            for a in range(5):
+                b = 4 - a
+                cells = np.floor(p[:, i] * 2**a).astype(int) * 2**b + np.floor(p[:, j] * 2**b).astype(int)
+                assert np.bincount(cells, minlength=16).tolist() == [64] * 16, (i, j, a)
+
+
+def test_scrambled_points_are_inside_the_open_cube():
+    p = sobol_points(5, 100, np.random.default_rng(1))
+    assert np.all((p > 0) & (p < 1))
+
+
+@pytest.mark.parametrize(("d", "k"), [(0, 3), (MAX_SOBOL_DIM + 1, 3), (3, 0)])
+def test_sobol_bad_sizes(d, k):
+    with pytest.raises(ValueError, match=r"sobol|k \(number of points\)"):
+        sobol_points(d, k)
+
+
+# ------------------------------------------------------------------ Gamma quantile
+@settings(max_examples=40, deadline=None)
+@given(
+    u=st.floats(1e-9, 1 - 1e-9),
+    alpha=st.floats(0.05, 50.0),
+)
+def test_gamma_quantile_inverts_the_cdf(u, alpha):
+    x = float(gamma_quantile(np.array([u]), alpha)[0])
+    assert x > 0
+    # Check with an independent CDF by numerical integration of a smooth integrand: the density itself for
+    # alpha >= 1; for alpha < 1, with t = s^(1/alpha), P(alpha, x) = ∫_0^{x^alpha} exp(-s^(1/alpha)) ds / Γ(alpha + 1).
+    if alpha >= 1:
+        grid = np.linspace(0.0, x, 200001)
+        density = np.exp((alpha - 1) * np.log(np.maximum(grid, 1e-300)) - grid - math.lgamma(alpha))
+        cdf = np.trapezoid(density, grid)
+    else:
+        grid = np.linspace(0.0, x**alpha, 200001)
+        cdf = np.trapezoid(np.exp(-(grid ** (1 / alpha))), grid) / math.gamma(alpha + 1)
+    assert cdf == pytest.approx(u, rel=1e-4, abs=1e-9)
+
+
+def test_gamma_quantile_alpha_one_is_exponential():
+    u = np.array([1e-12, 0.1, 0.5, 0.999999])
+    assert np.array_equal(gamma_quantile(u, 1.0), -np.log1p(-u))
+
+
+def test_gamma_quantile_rejects_bad_input():
+    with pytest.raises(ValueError, match="strictly inside"):
+        gamma_quantile(np.array([0.0]), 2.0)
+    with pytest.raises(ValueError, match="alpha"):
+        gamma_quantile(np.array([0.5]), -1.0)
+
+
+# ------------------------------------------------------------------ the mapped weights are Dir(alpha)
+def _ks_two_sample(a, b):
+    a, b = np.sort(a), np.sort(b)
+    grid = np.concatenate([a, b])
+    return float(
+        np.max(np.abs(np.searchsorted(a, grid, "right") / a.size - np.searchsorted(b, grid, "right") / b.size))
+    )
+
+
+@pytest.mark.parametrize(("d", "alpha"), [(2, 1.0), (4, 1.0), (3, 0.5), (5, 2.5)])
+def test_sobol_weights_are_dirichlet_distributed(d, alpha):
+    k, groups = 16, 1500
+    w = sobol_weights(d, k, list(range(groups)), alpha=alpha, seed=7).reshape(-1, d)
+    # Dir(alpha 1_d) moments: E w_i = 1/d, Var w_i = (d-1)/(d^2 (d alpha + 1)), Cov = -1/(d^2 (d alpha + 1)).
+    var = (d - 1) / (d * d * (d * alpha + 1))
+    cov = -1 / (d * d * (d * alpha + 1))
+    emp = np.cov(w, rowvar=False)
+    assert np.allclose(w.mean(axis=0), 1 / d, atol=4 * math.sqrt(var / groups))
+    assert np.allclose(np.diag(emp), var, rtol=0.1)
+    if d > 2:
+        off = emp[~np.eye(d, dtype=bool)]
+        assert np.allclose(off, cov, rtol=0.15, atol=0.1 * var)
+    # Marginals are Beta(alpha, (d-1) alpha): one point per group (independent scrambles) against the law.
+    first = sobol_weights(d, 1, list(range(4000)), alpha=alpha, seed=11)[:, 0, :]
+    critical = 1.63 / math.sqrt(4000)  # KS at level 1% (single sample)
+    for i in range(d):
+        x = np.sort(first[:, i])
+        if alpha == 1.0:  # Beta(1, d-1): F(x) = 1 - (1 - x)^(d-1)
+            cdf = 1 - (1 - x) ** (d - 1)
+            n = x.size
+            stat = max(np.max(np.arange(1, n + 1) / n - cdf), np.max(cdf - np.arange(n) / n))
+            assert stat < critical
+        else:  # against iid numpy draws of the same law: two-sample KS at level 1%
+            ref = np.random.default_rng(i).dirichlet([alpha] * d, size=4000)[:, i]
+            assert _ks_two_sample(x, ref) < 1.63 * math.sqrt(2 / 4000)
+
+
+def test_sobol_weights_keyed_and_reproducible_in_a_fresh_process():
+    w = sobol_weights(3, 5, ["g", ("s", 1)], alpha=0.5, seed=9)
+    assert w.shape == (2, 5, 3)
+    assert np.allclose(w.sum(axis=-1), 1.0)
+    assert np.all(w >= 0)
+    assert np.array_equal(w[1], sobol_weights(3, 5, [("s", 1)], alpha=0.5, seed=9)[0])
+    assert not np.array_equal(w[0], sobol_weights(3, 5, ["g"], alpha=0.5, seed=10)[0])
+    code = (
+        "from vpo_core.qmc import sobol_weights as f; print(repr(f(3, 5, ['g', ('s', 1)], alpha=0.5, seed=9).tolist()))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert eval(out) == w.tolist()
+
+
+def test_sobol_average_is_less_noisy_than_iid():
+    # The point of the sampler: the mean of max_j w·r_j over K points varies less across keys.
+    rng = np.random.default_rng(0)
+    r = rng.random((3, 4))
+    keys = list(range(400))
+
+    def spread(w):
+        return float(np.std(np.max(w @ r.T, axis=-1).mean(axis=-1)))
+
+    assert spread(sobol_weights(4, 64, keys)) < 0.5 * spread(group_weights(4, 64, keys))
+
+
+def test_compute_advantages_threads_the_sampler():
+    rng = np.random.default_rng(1)
+    r = rng.random((2, 4, 3, 4))
+    keys = ["a", "b"]
+    kwargs = {"w_star": np.full(4, 0.25), "seed": 3, "group_keys": keys, "num_weights": 8}
+    sobol = compute_advantages("vpo", r, weight_sampler="sobol", **kwargs)
+    dirichlet = compute_advantages("vpo", r, **kwargs)
+    assert not np.allclose(sobol, dirichlet)
+    w = sobol_weights(4, 8, keys, seed=3)
+    scalars = np.max(np.einsum("bgmd,bkd->bgkm", r, w), axis=-1).mean(axis=-1)
+    expected = (scalars - scalars.mean(1, keepdims=True)) / (scalars.std(1, keepdims=True) + 1e-6)
+    assert np.allclose(sobol, expected, atol=1e-9)
+    single = compute_advantages("random_w", r[:, :, :1], weight_sampler="sobol", **kwargs)
+    assert single.shape == (2, 4)
+    with pytest.raises(ValueError, match="weight_sampler must be one of"):
+        compute_advantages("vpo", r, weight_sampler="halton", **kwargs)
