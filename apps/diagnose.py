@@ -97,9 +97,11 @@ def main(argv: list[str] | None = None) -> int:
     if isinstance(config, int):
         return config
     import vpo_core
-    from vpo_core.diagnose import diagnose_pool, format_table, verdict
+    from vpo_core.diagnose import diagnose_pool, format_table, task_w_stars, verdict
 
-    spec = vpo_core.make(config.env, **config.env_options).reward_spec
+    env = vpo_core.make(config.env, **config.env_options)
+    spec = env.reward_spec
+    test_tasks = list(env.tasks("test"))
     named = [("vpo", config.vpo), ("grpo", config.grpo)]
     named += [(Path(p.strip()).stem.removeprefix("pool_"), p.strip()) for p in config.pools.split(",") if p.strip()]
     named = [(label, path if path.endswith(".npy") else _sample(label, path, config)) for label, path in named if path]
@@ -109,7 +111,15 @@ def main(argv: list[str] | None = None) -> int:
     results = {}
     for label, path in named:
         try:
-            results[label] = d = diagnose_pool(label, _load(path), spec.w_star, k=config.k)
+            pool = _load(path)
+            if pool.ndim != 4 or pool.shape[0] > len(test_tasks) or pool.shape[-1] != spec.dim:
+                raise ValueError(
+                    f"a pool of shape {pool.shape} is not (T <= {len(test_tasks)} test tasks, n, m, {spec.dim} reward "
+                    f"dims) of {config.env}; is it this env's pool?"
+                )
+            # each task's own w* (the pool's T prompts are the first T test tasks, as apps/evaluate.py samples them)
+            w_star = task_w_stars(env, test_tasks[: pool.shape[0]], pool.shape[-1])
+            results[label] = d = diagnose_pool(label, pool, w_star, k=config.k)
         except ValueError as error:
             print(f"error: {path}: {error}", file=sys.stderr)
             return 2
@@ -119,7 +129,9 @@ def main(argv: list[str] | None = None) -> int:
             f"  ρ̄ = {d.rho:.3f} over {[spec.names[i] for i in d.kept_dims]}"
             + (f", constant: {dropped}" if dropped else "")
         )
-        print(f"  best@{d.k} (w* = {tuple(spec.w_star)}) = {d.best_at_k:.3f}")
+        per_task = any(env.spec_for(t).w_star != spec.w_star for t in test_tasks[: d.shape[0]])
+        weights = "each task's own" if per_task else str(tuple(spec.w_star))
+        print(f"  best@{d.k} (w* = {weights}) = {d.best_at_k:.3f}")
         print(f"  {verdict(d.rho, in_regime_below=config.in_regime_below, collinear_from=config.collinear_from)}")
     print()
     print(

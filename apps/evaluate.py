@@ -6,12 +6,16 @@
 
 A checkpoint is a local run directory of apps/train.py (its config names the method, hence the mode,
 m and whether prompts carry the goal suffix; the final checkpoint is used, or the warm-started model
-with ``@init`` appended, or the snapshot of RL step N with ``@stepN``, see ``keep_steps=``) or a Hugging Face model directory, e.g. a merged veRL checkpoint (pass
-method=, or mode= and m=). endpoint= samples from an OpenAI-compatible server instead (``vllm serve
-<checkpoint>``; served_model=, api_key=, api=chat|completions).
+with ``@init`` appended, or the snapshot of RL step N with ``@stepN``, see ``keep_steps=``) or a Hugging Face
+model directory, e.g. a merged veRL checkpoint (pass method=, or mode= and m=). Checkpoints whose folders
+share a name are labelled by their paths' tails.
+endpoint= samples from an OpenAI-compatible server instead (``vllm serve <checkpoint>``; served_model=,
+api_key=, api=chat|completions, server=auto|vllm|other: vLLM-only request fields go to vLLM only;
+tokenizer=<the checkpoint> tells what the chat template pre-fills, which is scored with each reply).
 
 Sampling follows the paper's final evaluation as the env's profile declares it (``env.profile.eval``:
-temperature, top-p, the token budget of the mode and m; ``eval_samples`` candidates per task and
+temperature, top-p, the token budget of the mode and m (a run directory's own budget, recorded by
+apps/train.py, for its checkpoints; never past the model's positions); ``eval_samples`` candidates per task and
 ``eval_seeds`` seeds) and its chat-template options (Qwen3: thinking off); every option below
 overrides the profile. A goal-conditioned method (goal-conditioned GRPO) is evaluated twice,
 conditioned on w* and on one w ~ Dir(1) per task (conditioning=), reported as two rows.
@@ -60,10 +64,16 @@ class EvalConfig:
     )
     served_model: str | None = option(None, "model name at the endpoint (default: the first it serves)")
     api_key: str = option("EMPTY", "API key for the endpoint")
+    server: str = option(
+        "auto",
+        "endpoint kind: vllm (sends vLLM's extra fields), other (OpenAI's fields only) or auto (vLLM if it says so)",
+    )
     api: str = option(
         "chat", "endpoint API: chat (server renders the chat template) or completions (tokenizer= renders)"
     )
-    tokenizer: str | None = option(None, "tokenizer directory for api=completions (the checkpoint's)")
+    tokenizer: str | None = option(
+        None, "the checkpoint's tokenizer directory: renders prompts (api=completions), knows the template's pre-fill"
+    )
     request_timeout_s: float = option(600.0, "seconds per endpoint request")
     max_workers: int = option(32, "concurrent endpoint requests (prompts sent together: the larger of this and batch=)")
     method: str | None = option(None, "the method of an HF model dir or endpoint (gives mode, m and goal conditioning)")
@@ -121,6 +131,8 @@ class Target:
     m: int
     goal_prompt: bool
     extra: dict[str, Any] = field(default_factory=dict)
+    max_new_tokens: int | None = None
+    """The token budget the run trained and evaluated with (a run directory's), or None."""
 
 
 def _method_target(label: str, model_dir: Path | None, config: EvalConfig) -> Target:
@@ -167,15 +179,52 @@ def resolve(text: str, config: EvalConfig) -> Target:
         try:
             model_dir = run.model_dir(which)
             method = get_method(saved["method"])
+            budget = run.read_token_budget()
         except (RunDirError, KeyError) as exc:
             raise SystemExit(str(exc.args[0] if exc.args else exc)) from None
+        if budget is None and isinstance(saved.get("max_new_tokens"), int) and saved["max_new_tokens"] > 0:
+            budget = int(saved["max_new_tokens"])
         label = path.name if which == "final" else f"{path.name}@{which}"
-        return Target(label, model_dir, method.mode, method.resolve_m(saved.get("m")), method.goal_prompt)
+        m = method.resolve_m(saved.get("m"))
+        return Target(label, model_dir, method.mode, m, method.goal_prompt, max_new_tokens=budget)
     if which != "final":
         raise SystemExit(f"{path} is not a run directory of apps/train.py, so it has no @{which} model.")
     if not path.exists():
         raise SystemExit(f"checkpoint {path} does not exist.")
     return _method_target(path.name, path, config)
+
+
+def unique_labels(targets: list[Target], texts: list[str]) -> None:
+    """Give targets whose labels collide (folders of the same name) labels made from their paths.
+
+    Each colliding label becomes the shortest tail of its checkpoint's path that no other target shares
+    (``a/run``, ``b/run``), so no row, pool file or results.json entry overwrites another.
+
+    Args:
+        targets: The targets, labels set from the folder names (changed in place).
+        texts: The checkpoint arguments they came from, same order.
+
+    Raises:
+        SystemExit: If one checkpoint is given twice.
+    """
+    paths = []
+    for text in texts:
+        which = re.fullmatch(r"(.+)(@init|@step[0-9]+)", text)
+        base, suffix = (which.group(1), which.group(2)) if which else (text, "")
+        paths.append(str(Path(base).resolve()) + suffix)
+    for i, path in enumerate(paths):
+        if path in paths[:i]:
+            raise SystemExit(f"checkpoint {texts[i]} is given twice in checkpoints=; list each once.")
+    labels = [t.label for t in targets]
+    for i, target in enumerate(targets):
+        if labels.count(labels[i]) == 1:
+            continue
+        parts = Path(paths[i]).parts
+        others = [Path(p).parts for j, p in enumerate(paths) if j != i and labels[j] == labels[i]]
+        for n in range(2, len(parts) + 1):
+            if all(tuple(o[-n:]) != tuple(parts[-n:]) for o in others):
+                target.label = "/".join(parts[-n:]).lstrip("/")
+                break
 
 
 def _slug(text: str) -> str:
@@ -197,6 +246,7 @@ def _sampler(target: Target, config: EvalConfig, env: Any, backend: str) -> Any:
                 chat_template_kwargs=template_kwargs,
                 timeout_s=config.request_timeout_s,
                 max_workers=config.max_workers,
+                server=config.server,
             )
         except (EndpointError, FileNotFoundError) as exc:
             raise SystemExit(str(exc)) from None
@@ -231,17 +281,31 @@ def _release_memory() -> None:
             torch.cuda.empty_cache()
 
 
+def _model_positions(model_dir: Path | None) -> int | None:
+    """The longest sequence a model directory's config allows (max_position_embeddings), or None."""
+    if model_dir is None:
+        return None
+    try:
+        value = json.loads((model_dir / "config.json").read_text()).get("max_position_embeddings")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return int(value) if isinstance(value, int) and value > 0 else None
+
+
 def settings_for(target: Target, config: EvalConfig, env: Any) -> dict[str, Any]:
-    """The sampling settings of a target: the env profile's final evaluation, overridden by options."""
+    """The sampling settings of a target: the env profile's final evaluation, overridden by options.
+
+    The token budget is ``max_new_tokens=`` if given, else the budget a run directory trained and
+    evaluated with, else the profile's; never more than the model's positions (the sampler also stops
+    each batch where its prompt leaves no more room).
+    """
     profile = env.profile
+    budget = config.max_new_tokens or target.max_new_tokens or profile.eval.max_new_tokens(target.mode, target.m)
+    positions = _model_positions(target.model_dir)
     return {
         "temperature": profile.eval.temperature if config.temperature is None else config.temperature,
         "top_p": profile.eval.top_p if config.top_p is None else config.top_p,
-        "max_new_tokens": (
-            profile.eval.max_new_tokens(target.mode, target.m)
-            if config.max_new_tokens is None
-            else config.max_new_tokens
-        ),
+        "max_new_tokens": min(budget, positions) if positions else budget,
         "samples": profile.eval_samples if config.samples is None else config.samples,
         "seeds": profile.eval_seeds if config.seeds is None else config.seeds,
     }
@@ -290,7 +354,9 @@ def main(argv: list[str] | None = None) -> int:
     if config.endpoint:
         targets = [_method_target(config.served_model or config.name or "endpoint", None, config)]
     else:
-        targets = [resolve(text, config) for text in config.checkpoints.split(",") if text]
+        texts = [text for text in config.checkpoints.split(",") if text]
+        targets = [resolve(text, config) for text in texts]
+        unique_labels(targets, texts)
     try:
         env = vpo_core.make(config.env, **config.env_options)
     except (KeyError, ValueError, TypeError) as exc:

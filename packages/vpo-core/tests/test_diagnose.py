@@ -96,3 +96,26 @@ def test_table_layout_matches_the_paper():
     assert lines[-1].endswith(f"{a.best_at_k - b.best_at_k:+.3f} |")
     assert "| UltraFeedback (paper) | 5 ArmoRM dims (D=5) | 0.95 | 0.82 | 0.767 | 0.772 | -0.004 |" in table
     assert format_table("toy-v1", "2", a, None).splitlines()[-1].endswith("| – | – |")
+
+
+def test_best_at_k_uses_each_tasks_w_star_where_the_spec_varies_per_task():
+    from vpo_core import RewardSpec, Task
+    from vpo_core.diagnose import task_w_stars
+
+    class Ragged:  # env-lcb's shape: task i has i + 1 dimensions (one per test), w* uniform over them
+        reward_spec = RewardSpec.uniform([f"t{i}" for i in range(3)], [f"test {i}" for i in range(3)])
+
+        def spec_for(self, task):
+            d = task.index + 1
+            return RewardSpec.uniform([f"t{i}" for i in range(d)], [f"test {i}" for i in range(d)])
+
+    tasks = [Task(id=f"r/{i}", split="test", index=i, payload=None) for i in range(3)]
+    w = task_w_stars(Ragged(), tasks, 3)
+    np.testing.assert_allclose(w, [[1, 0, 0], [0.5, 0.5, 0], [1 / 3, 1 / 3, 1 / 3]])
+    pool = np.zeros((3, 2, 1, 3))
+    for i in range(3):
+        pool[i, 0, 0, : i + 1] = 1.0  # every task solved by its first completion (zero-padded rows)
+    d = diagnose_pool("x", pool, w, k=2)
+    assert d.best_at_k == pytest.approx(1.0)  # the class-level w* (1/3 each) would give (1/3 + 2/3 + 1) / 3
+    with pytest.raises(ValueError, match="2 per-task w\\* rows"):
+        diagnose_pool("x", pool, w[:2], k=2)

@@ -228,3 +228,39 @@ def test_gym_view_passes_gymnasiums_checker():
     assert info["rewards"].shape == (2, 3)
     with pytest.raises(ValueError, match="options\\['index'\\]"):
         genv.reset(options={"index": 99})
+
+
+class CountingDigitsEnv(DigitsEnv):
+    """DigitsEnv that counts `rewards` calls (each one is a sandbox run or a reward-model pass in a real env)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    def rewards(self, task, candidates):
+        self.calls += 1
+        return super().rewards(task, candidates)
+
+
+def test_one_scoring_step_returns_raw_and_deduplicated_rewards_from_one_rewards_call():
+    env = CountingDigitsEnv()
+    task = env.tasks("train")[1]
+    text = render_numbered("response", ["0 0 1", "0 0 1", "0 0 9"])
+    scored = env.score_completion(task, text, mode="multi", m=3)
+    assert env.calls == 1
+    np.testing.assert_array_equal(scored.rewards, [[1, 1, 1], [1, 1, 1], [1, 1, 0]])
+    np.testing.assert_array_equal(scored.training_rewards, [[1, 1, 1], [1, 1, 0], [0, 0, 0]])
+    np.testing.assert_array_equal(scored.training_rewards, env.training_rewards(task, scored.candidates))
+    single = env.score_completion(task, "0 0 1", mode="single", m=1)
+    assert single.training_rewards is single.rewards  # nothing to de-duplicate in single mode
+    assert [c.answer for c in scored.candidates] == [(0, 0, 1), (0, 0, 1), (0, 0, 9)]
+
+
+def test_the_env_cli_scores_each_completion_with_one_rewards_call():
+    from vpo_core.envcli import score_pools
+
+    env = CountingDigitsEnv()
+    tasks = env.tasks("test")
+    pools = {i: [render_numbered("response", ["5 0 0", "1 2 3"])] * 4 for i in range(len(tasks))}
+    score_pools(env, tasks, pools, mode="multi", m=2)
+    assert env.calls == 4 * len(tasks)

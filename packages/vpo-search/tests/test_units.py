@@ -253,3 +253,17 @@ def test_select_command_picks_the_problems_every_arm_misses(tmp_path, capsys):
     assert json.loads((tmp_path / "problems.json").read_text()) == ["lcb-v1/test/0"]
     with pytest.raises(SystemExit, match="cannot give best@31"):
         main([*args, "hardest_k=31"])
+
+
+def test_answer_adapter_scores_a_program_with_one_rewards_call():
+    import vpo_core
+    from vpo_search import AnswerSearch, evaluate
+
+    env = vpo_core.make("maze-v1")
+    calls = []
+    rewards = env.rewards
+    env.rewards = lambda task, candidates: calls.append(len(candidates)) or rewards(task, candidates)  # type: ignore[method-assign]
+    adapter = AnswerSearch(env)
+    task = adapter.tasks("test")[0]
+    evaluate(adapter, task, "UP RIGHT")
+    assert calls == [1]

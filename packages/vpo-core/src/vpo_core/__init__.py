@@ -7,7 +7,7 @@ dependencies lazily.
 import importlib.metadata as _metadata
 
 from vpo_core.advantages import compute_advantages
-from vpo_core.env import TextEnv, goal_suffix
+from vpo_core.env import ScoredCompletion, TextEnv, goal_suffix
 from vpo_core.methods import METHODS, Method, get_method
 from vpo_core.profile import EnvProfile, Generation, VerlRecipe
 from vpo_core.registry import list_envs, make
@@ -23,6 +23,7 @@ __all__ = [
     "Method",
     "Mode",
     "RewardSpec",
+    "ScoredCompletion",
     "Task",
     "TextEnv",
     "VerlRecipe",

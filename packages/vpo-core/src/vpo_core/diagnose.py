@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -37,6 +38,7 @@ __all__ = [
     "PoolDiagnosis",
     "diagnose_pool",
     "format_table",
+    "task_w_stars",
     "verdict",
 ]
 
@@ -78,29 +80,59 @@ class PoolDiagnosis:
     best_at_k: float
 
 
-def _check_pool(rewards: ArrayLike, w_star: Sequence[float]) -> np.ndarray:
+def _check_pool(rewards: ArrayLike, w_star: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     r = np.asarray(rewards, dtype=np.float64)
+    w = np.asarray(w_star, dtype=np.float64)
     if r.ndim != 4:
         raise ValueError(
             f"a pool must have shape (T prompts, n completions, m candidates, d dims), got {r.shape}; "
             "apps/evaluate.py writes such pools as pool_<row>.npy."
         )
-    if r.shape[-1] != len(w_star):
-        raise ValueError(f"pool has {r.shape[-1]} reward dims but w* has {len(w_star)}; is it the right env's pool?")
+    if w.ndim not in (1, 2) or w.shape[-1] != r.shape[-1]:
+        raise ValueError(f"pool has {r.shape[-1]} reward dims but w* has shape {w.shape}; is it the right env's pool?")
+    if w.ndim == 2 and w.shape[0] != r.shape[0]:
+        raise ValueError(f"pool has {r.shape[0]} prompts but {w.shape[0]} per-task w* rows; give one per prompt.")
     if min(r.shape) < 1:
         raise ValueError(f"pool {r.shape} is empty.")
     if not np.all(np.isfinite(r)):
         raise ValueError("pool holds NaN or infinite rewards.")
-    return r
+    return r, w
 
 
-def diagnose_pool(label: str, rewards: ArrayLike, w_star: Sequence[float], *, k: int = 16) -> PoolDiagnosis:
+def task_w_stars(env: Any, tasks: Sequence[Any], dim: int) -> np.ndarray:
+    """Each task's w*, zero-padded to `dim` as evaluation pools pad a task's rows.
+
+    Where the spec varies per task (env-lcb: one dimension per test) the class-level w* is not the
+    scalarisation a task is trained and evaluated with; this is.
+
+    Args:
+        env: The environment.
+        tasks: The T tasks of the pool, in its order.
+        dim: The pool's d.
+
+    Returns:
+        Weights, shape (T, dim).
+
+    Raises:
+        ValueError: If a task has more dimensions than the pool.
+    """
+    out = np.zeros((len(tasks), dim))
+    for i, task in enumerate(tasks):
+        w = np.asarray(env.spec_for(task).w_star, dtype=np.float64)
+        if w.size > dim:
+            raise ValueError(f"task {task.id} has {w.size} reward dims but the pool has {dim}; is it this env's pool?")
+        out[i, : w.size] = w
+    return out
+
+
+def diagnose_pool(label: str, rewards: ArrayLike, w_star: ArrayLike, *, k: int = 16) -> PoolDiagnosis:
     """ρ̄ and best@k of one pool, as the appendix computes them.
 
     Args:
         label: Name of the pool's policy.
         rewards: The pool, shape (T, n, m, d); m > 1 marks a multi-answer pool (chain estimator).
-        w_star: The GRPO training scalarisation, shape (d,).
+        w_star: The GRPO training scalarisation, shape (d,), or one per task, shape (T, d)
+            (`task_w_stars`; needed where the spec varies per task).
         k: Candidates of best@k (the paper: 16); capped at the pool's per-prompt size (n·m, or n
             when m = 1).
 
@@ -112,13 +144,13 @@ def diagnose_pool(label: str, rewards: ArrayLike, w_star: Sequence[float], *, k:
     """
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}.")
-    r = _check_pool(rewards, w_star)
+    r, w = _check_pool(rewards, w_star)
     t, n, m, d = r.shape
     flat = r.reshape(t * n * m, d)
     kept = tuple(int(i) for i in np.flatnonzero(np.ptp(flat, axis=0) > 0))
     mode = "multi" if m > 1 else "single"
     k_used = min(k, n * m if mode == "multi" else n)
-    scores = r @ np.asarray(w_star, dtype=np.float64)  # (T, n, m)
+    scores = r @ w if w.ndim == 1 else np.einsum("tnmd,td->tnm", r, w)  # (T, n, m)
     best = float(np.mean([best_at_k_of_pool(scores[i], k_used, mode=mode) for i in range(t)]))
     return PoolDiagnosis(
         label=label, shape=(t, n, m, d), rho=collinearity(flat), kept_dims=kept, k=k_used, best_at_k=best

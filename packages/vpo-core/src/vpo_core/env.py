@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar
 
 import numpy as np
@@ -20,7 +21,7 @@ from vpo_core.profile import EnvProfile
 from vpo_core.spec import RewardSpec
 from vpo_core.types import Candidate, Message, Mode, Task
 
-__all__ = ["TextEnv", "goal_suffix"]
+__all__ = ["ScoredCompletion", "TextEnv", "goal_suffix"]
 
 P = TypeVar("P")
 A = TypeVar("A")
@@ -48,6 +49,22 @@ def goal_suffix(spec: RewardSpec, weights: ArrayLike) -> str:
         + "\n".join(lines)
         + "\n\nMaximize your weighted score."
     )
+
+
+@dataclass(frozen=True)
+class ScoredCompletion(Generic[A]):
+    """One completion parsed once and scored once: what every engine, evaluator and CLI consumes.
+
+    Attributes:
+        candidates: The m parsed candidates.
+        rewards: Their vector rewards, shape (m, d): what metrics and evaluation report.
+        training_rewards: The rewards training uses, shape (m, d): in multi mode duplicates zeroed and
+            moved to the end (`TextEnv.training_rewards`), in single mode the same array as `rewards`.
+    """
+
+    candidates: list[Candidate[A]]
+    rewards: NDArray[np.float64]
+    training_rewards: NDArray[np.float64]
 
 
 class TextEnv(ABC, Generic[P, A]):
@@ -236,20 +253,60 @@ class TextEnv(ABC, Generic[P, A]):
         Returns:
             Rewards of its m candidates, shape (m, d).
         """
-        return self.rewards(task, self.parse(task, completion, mode=mode, m=m))
+        return self.score_completion(task, completion, mode=mode, m=m).rewards
 
-    def training_rewards(self, task: Task[P], candidates: Sequence[Candidate[A]]) -> NDArray[np.float64]:
-        """Rewards with duplicates zeroed, as used for training in multi mode.
+    def score_completion(
+        self, task: Task[P], completion: str, *, mode: Mode = "single", m: int = 1
+    ) -> ScoredCompletion[A]:
+        """The one scoring step of a rollout: parse once, call `rewards` once, de-duplicate those rows.
+
+        Every consumer (the local engine, the veRL reward manager, evaluation, the env CLIs, search)
+        scores through this method, so an expensive reward (a sandbox run, a reward model) is computed
+        once per candidate.
+
+        Args:
+            task: The task.
+            completion: The whole assistant turn (any pre-fill of the chat template included).
+            mode: Prompt mode the completion answers.
+            m: Number of answers.
+
+        Returns:
+            The candidates, their rewards (m, d) and training rewards (m, d).
+        """
+        candidates = self.parse(task, completion, mode=mode, m=m)
+        raw = np.asarray(self.rewards(task, candidates), dtype=np.float64)
+        train = self.dedupe_rewards(task, candidates, raw) if mode == "multi" else raw
+        return ScoredCompletion(candidates=candidates, rewards=raw, training_rewards=train)
+
+    def dedupe_rewards(
+        self, task: Task[P], candidates: Sequence[Candidate[A]], rewards: ArrayLike
+    ) -> NDArray[np.float64]:
+        """Already computed rewards with duplicates zeroed (no reward is recomputed).
 
         Duplicates (by `dedup_key`, or by reward vector where it returns None) are replaced by zero
         rows moved to the end; the matrix keeps its k rows (the paper's de-duplicate, zero-pad).
 
+        Args:
+            task: The task.
+            candidates: The k candidates.
+            rewards: Their rewards from `rewards`, shape (k, d).
+
         Returns:
             Rewards, shape (k, d).
         """
-        rewards = self.rewards(task, candidates)
         keys = [self.dedup_key(task, c) for c in candidates]
-        return dedupe_reward_rows(rewards, None if all(k is None for k in keys) else keys)
+        return dedupe_reward_rows(np.asarray(rewards, dtype=np.float64), None if all(k is None for k in keys) else keys)
+
+    def training_rewards(self, task: Task[P], candidates: Sequence[Candidate[A]]) -> NDArray[np.float64]:
+        """Rewards with duplicates zeroed, as used for training in multi mode (computes `rewards`).
+
+        Engines use `score_completion`, which returns these together with the raw rewards from one
+        `rewards` call.
+
+        Returns:
+            Rewards, shape (k, d).
+        """
+        return self.dedupe_rewards(task, candidates, self.rewards(task, candidates))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(env_id={getattr(self, 'env_id', '?')!r})"

@@ -101,7 +101,7 @@ def score_pools(
         if not 0 <= index < len(tasks):
             raise ValueError(f"completion for task index {index}, but the split has {len(tasks)} tasks.")
         task = tasks[index]
-        pool = np.stack([env.score(task, c, mode=mode, m=m) for c in completions])  # (n, m, d)
+        pool = np.stack([env.score_completion(task, c, mode=mode, m=m).rewards for c in completions])  # (n, m, d)
         chosen.append(task)
         rewards.append(pool)
         if extra is not None:

@@ -94,6 +94,47 @@ def test_transformers_path_writes_two_goal_rows_outside_results(goal_run, tmp_pa
     assert (out / "best_at_k.png").read_bytes()[:4] == b"\x89PNG"
 
 
+def _grpo_run(root, model_dir, budget=None):
+    from vpo_core.adapters.local.policy import load_policy
+    from vpo_core.adapters.local.rundir import RunDir
+
+    run = RunDir(root)
+    run.write_config({"method": "grpo", "env": "maze-v1", "m": 1})
+    load_policy(model_dir).save(run.checkpoint_model)
+    if budget is not None:
+        run.write_token_budget(budget)
+    return run.path
+
+
+def test_checkpoints_whose_folders_share_a_name_keep_both_results(model_dir, tmp_path, monkeypatch):
+    Recorder().install(monkeypatch)
+    first = _grpo_run(tmp_path / "seed0" / "grpo", model_dir, budget=17)
+    second = _grpo_run(tmp_path / "seed1" / "grpo", model_dir)
+    out = tmp_path / "eval"
+    assert _app()([*MAZE, f"checkpoints={first},{second}", f"out={out}", "samples=1"]) == 0
+    rows = json.loads((out / "results.json").read_text())
+    assert set(rows) == {"seed0/grpo", "seed1/grpo"}  # not one "grpo" row overwriting the other
+    files = {rows[name]["settings"]["file"] for name in rows}
+    assert files == {"pool_seed0_grpo.npy", "pool_seed1_grpo.npy"}
+    assert all((out / f).exists() for f in files)
+    table = (out / "table.md").read_text()
+    assert "| seed0/grpo |" in table
+    assert "| seed1/grpo |" in table
+    # each run's own token budget (apps/train.py records it); the profile's where a run recorded none
+    assert rows["seed0/grpo"]["settings"]["max_new_tokens"] == 17
+    assert rows["seed1/grpo"]["settings"]["max_new_tokens"] == 1024
+    with pytest.raises(SystemExit, match="given twice"):
+        _app()([*MAZE, f"checkpoints={first},{first}", f"out={out}", "samples=1"])
+
+
+def test_the_token_budget_never_passes_the_models_positions(model_dir, tmp_path, monkeypatch):
+    recorder = Recorder()
+    recorder.install(monkeypatch)
+    args = [*MAZE, f"checkpoints={model_dir}", "method=grpo", f"out={tmp_path}", "samples=1"]
+    assert _app()([*args, "max_new_tokens=100000"]) == 0
+    assert recorder.calls[0]["max_new_tokens"] == 4096  # the model's max_position_embeddings
+
+
 def test_prompts_carry_the_goal_suffix_and_thinking_off(goal_run, tmp_path, monkeypatch):
     recorder = Recorder()
     recorder.install(monkeypatch)
@@ -168,10 +209,10 @@ def test_one_bad_completion_never_stops_an_evaluation():
             return [reference] * (len(prompts) * num_samples - 1)
 
     class Broken(type(env)):
-        def score(self, task, completion, **kwargs):
+        def score_completion(self, task, completion, **kwargs):  # the one scoring step evaluation uses
             if task.index == 1:
                 raise RuntimeError("sandbox died")
-            return super().score(task, completion, **kwargs)
+            return super().score_completion(task, completion, **kwargs)
 
     logged, done = [], []
     result = evaluate_policy(
@@ -220,7 +261,7 @@ class _Server:
 
             def do_GET(self):
                 if self.path == "/v1/models":
-                    self._send(200, {"object": "list", "data": [{"id": m} for m in models]})
+                    self._send(200, {"object": "list", "data": [{"id": m, "owned_by": "vllm"} for m in models]})
                 else:
                     self._send(404, {"error": "not found"})
 
@@ -242,7 +283,7 @@ class _Server:
         self.httpd.server_close()
 
 
-def test_endpoint_chat_api_gets_the_settings_and_survives_bad_choices(tmp_path):
+def test_endpoint_chat_api_gets_the_settings_and_survives_bad_choices(tmp_path, model_dir):
     env = vpo_core.make("maze-v1", train_size=2, test_size=2)
     tasks = env.tasks("test")
     references = {t.index: env.reference_completion(t) for t in tasks}
@@ -256,7 +297,9 @@ def test_endpoint_chat_api_gets_the_settings_and_survives_bad_choices(tmp_path):
     server = _Server(reply)
     try:
         args = [*MAZE, f"endpoint={server.url}", "method=goal_cond", "samples=3", "api_key=sk-test", f"out={tmp_path}"]
-        assert _app()([*args, "conditioning=w_star", "max_workers=2"]) == 0
+        with pytest.raises(SystemExit, match="pass tokenizer="):  # what the template pre-fills must be known
+            _app()([*args, "conditioning=w_star"])
+        assert _app()([*args, "conditioning=w_star", "max_workers=2", f"tokenizer={model_dir}"]) == 0
     finally:
         server.close()
     assert len(server.requests) == 2  # one request per task for its n completions
@@ -278,11 +321,13 @@ def test_endpoint_chat_api_gets_the_settings_and_survives_bad_choices(tmp_path):
     row = rows["served-ckpt (w=w*)"]
     assert row["bad_completions"] == 4  # per task: one null content, one missing choice
     pool = np.load(tmp_path / "pool_served-ckpt@w_star.npy")
+    # the whole assistant turn is scored: the template's pre-fill, then the served text
+    turns = {i: NOTHINK + text for i, text in references.items()}
     for t in tasks:
-        np.testing.assert_array_equal(pool[t.index, 0, 0], env.score(t, references[t.index])[0])
+        np.testing.assert_array_equal(pool[t.index, 0, 0], env.score(t, turns[t.index])[0])
         assert not pool[t.index, 1:].any()
     assert row["metrics"]["best@3"] == pytest.approx(
-        np.mean([env.spec_for(t).scalarize(env.score(t, references[t.index]))[0] for t in tasks])
+        np.mean([env.spec_for(t).scalarize(env.score(t, turns[t.index]))[0] for t in tasks])
     )
 
 

@@ -623,3 +623,16 @@ def test_the_reward_manager_scores_the_prefilled_turn(tokenizer, monkeypatch):
         manager = get_reward_manager_cls("vpo")(OmegaConf.create(config), qwen3_like, None)
         asyncio.run(manager.run_single(_trajectory(tokenizer, row, "<answer>RIGHT</answer>", "u")))
     assert seen == ["<think>\n\n</think>\n\n<answer>RIGHT</answer>", "<answer>RIGHT</answer>"]
+
+
+def test_a_method_with_a_normaliser_veRL_cannot_run_gets_a_clear_error(monkeypatch, tmp_path, capsys):
+    from vpo_core import methods
+
+    monkeypatch.setitem(methods.NORMALIZERS, "rank", methods.Normalizer("rank", lambda s, **kw: s, ()))
+    monkeypatch.setitem(
+        methods.METHODS, "rank_grpo", methods.Method("rank_grpo", "single", 1, "w_star", "rank", False, "")
+    )
+    with pytest.raises(ValueError, match="normalises with 'rank', which the veRL adapter has no advantage estimator"):
+        estimator_for("rank_grpo")
+    assert main(["env=maze-v1", "method=rank_grpo", f"out={tmp_path / 'run'}", "--dry-run"]) == 2
+    assert "train it with the local engine" in capsys.readouterr().err.lower()

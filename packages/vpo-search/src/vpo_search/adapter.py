@@ -57,8 +57,8 @@ class AnswerSearch:
             The rewards, shape (d,); ``name=value`` per dimension; the feedback (each dimension's value
             and description, and the parser's complaint if it found no answer).
         """
-        candidate = self.env.parse(task, program, mode="single", m=1)[0]
-        rewards = np.asarray(self.env.rewards(task, [candidate])[0], dtype=np.float64)
+        scored = self.env.score_completion(task, program, mode="single", m=1)  # the engines' one scoring step
+        candidate, rewards = scored.candidates[0], np.asarray(scored.rewards[0], dtype=np.float64)
         spec = self.env.spec_for(task)
         named = list(zip(spec.names, spec.descriptions, rewards, strict=True))
         verdicts = [f"{name}={value:.3g}" for name, _, value in named]

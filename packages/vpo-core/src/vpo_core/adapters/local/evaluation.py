@@ -234,7 +234,7 @@ def evaluate_policy(
                 t = start + j // completions_per_task
                 c = seed * completions_per_task + j % completions_per_task
                 try:
-                    row = np.asarray(env.score(tasks[t], text, mode=mode, m=m), dtype=np.float64)  # type: ignore[arg-type]
+                    row = env.score_completion(tasks[t], text, mode=mode, m=m).rewards  # type: ignore[arg-type]
                     pools[t, c, :, : row.shape[-1]] = row
                 except Exception as exc:  # one bad completion (or env bug) must not stop the evaluation
                     bad += 1

@@ -9,11 +9,21 @@ Two APIs:
   (``tokenizer=``, e.g. the checkpoint directory), exactly as the in-process samplers render it.
 
 Each prompt is one request for its ``n`` completions, with ``temperature``, ``top_p``, ``max_tokens``
-and ``seed`` (``seed + i`` for the i-th prompt, as the vLLM sampler seeds them); requests run
-concurrently (``max_workers``). Transient failures (HTTP 429/5xx, timeouts) are retried with
-back-off; a refused connection, a bad URL or a model the server does not serve fails at once with a
-message naming the fix. A completion the server returns without text counts as the empty string
-(scored like any unparseable completion), so one bad completion never stops an evaluation.
+and ``seed`` (``seed + i`` for the i-th prompt, as the vLLM sampler seeds them), all fields of
+OpenAI's own request schemas; requests run concurrently (``max_workers``). Fields only vLLM accepts
+(``chat_template_kwargs``, ``add_special_tokens``) are sent only to a vLLM server (``server=``: "auto"
+recognises vLLM by the ``owned_by: vllm`` of its model list). Transient failures (HTTP 429/5xx,
+timeouts) are retried with back-off; a refused connection, a bad URL or a model the server does not
+serve fails at once with a message naming the fix. A completion the server returns without text
+counts as the empty string (scored like any unparseable completion), so one bad completion never
+stops an evaluation.
+
+The whole assistant turn is returned, as by the in-process samplers: text the chat template pre-fills
+(Qwen3 with ``enable_thinking=False`` writes an empty think block into the generation prompt) is in
+the prompt, so no server returns it. With ``completions`` the prompt is rendered here and the pre-fill
+is known exactly. With ``chat`` the server renders the prompt; the pre-fill is taken from ``tokenizer=``
+(assumed to carry the served checkpoint's template), and without a tokenizer a request with template
+options is refused, since what the server's template pre-fills cannot be seen from its answers.
 """
 
 from __future__ import annotations
@@ -27,11 +37,15 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from vpo_core.adapters.local.samplers import template_prefill, with_prefill
 from vpo_core.types import Message
 
-__all__ = ["EndpointError", "OpenAISampler"]
+__all__ = ["SERVERS", "VLLM_ONLY_FIELDS", "EndpointError", "OpenAISampler"]
 
 APIS = ("chat", "completions")
+SERVERS = ("auto", "vllm", "other")
+VLLM_ONLY_FIELDS = ("chat_template_kwargs", "add_special_tokens")
+"""Request fields of vLLM's OpenAI-compatible server that OpenAI's schemas do not have."""
 
 
 class EndpointError(RuntimeError):
@@ -52,9 +66,12 @@ class OpenAISampler:
         timeout_s: Seconds per request.
         retries: Retries of a transient failure.
         max_workers: Concurrent requests.
+        server: ``"vllm"`` sends vLLM's extra fields, ``"other"`` sends OpenAI's fields only, ``"auto"``
+            decides by the model list (vLLM's says ``owned_by: vllm``).
 
     Raises:
-        EndpointError: For an unknown API, a missing tokenizer, an unreachable server or an unknown model.
+        EndpointError: For an unknown API or server kind, a missing tokenizer, an unreachable server, an
+            unknown model, or template options a non-vLLM chat server cannot take.
     """
 
     def __init__(
@@ -69,9 +86,12 @@ class OpenAISampler:
         timeout_s: float = 600.0,
         retries: int = 3,
         max_workers: int = 8,
+        server: str = "auto",
     ) -> None:
         if api not in APIS:
             raise EndpointError(f"api must be one of {APIS}, got {api!r}.")
+        if server not in SERVERS:
+            raise EndpointError(f"server must be one of {SERVERS}, got {server!r}.")
         if not base_url.startswith(("http://", "https://")):
             raise EndpointError(
                 f"endpoint {base_url!r} is not an http(s) URL; pass e.g. endpoint=http://127.0.0.1:8000/v1."
@@ -84,17 +104,33 @@ class OpenAISampler:
         self.timeout_s = timeout_s
         self.retries = retries
         self.max_workers = max_workers
-        if api == "completions":
+        if api == "completions" and tokenizer is None:
+            raise EndpointError(
+                "api=completions renders prompts locally: pass tokenizer=<the checkpoint's directory>, or use api=chat."
+            )
+        if tokenizer is not None and not hasattr(tokenizer, "apply_chat_template"):
+            from vpo_core.adapters.local.policy import load_tokenizer
+
+            tokenizer = load_tokenizer(tokenizer)
+        self.tokenizer = tokenizer
+        rows = self._model_rows()
+        served = [str(row.get("id")) for row in rows]
+        self.vllm = server == "vllm" or (server == "auto" and any(row.get("owned_by") == "vllm" for row in rows))
+        if api == "chat" and self.chat_template_kwargs:
+            if not self.vllm:
+                raise EndpointError(
+                    f"{self.base_url} is not a vLLM server (server={server}), and only vLLM takes chat template "
+                    f"options {self.chat_template_kwargs} in a chat request; use api=completions with tokenizer=<the "
+                    "checkpoint's directory> (the prompt is rendered here), or server=vllm if it is vLLM."
+                )
             if tokenizer is None:
                 raise EndpointError(
-                    "api=completions renders prompts locally: pass tokenizer=<the checkpoint's directory>, or use api=chat."
+                    f"with chat template options {self.chat_template_kwargs} the server's template may pre-fill text "
+                    "in the assistant turn that no answer contains (Qwen3 with enable_thinking=False: an empty think "
+                    "block), yet the env scores it; pass tokenizer=<the checkpoint's directory> so it is known, or "
+                    "use api=completions."
                 )
-            if not hasattr(tokenizer, "apply_chat_template"):
-                from vpo_core.adapters.local.policy import load_tokenizer
-
-                tokenizer = load_tokenizer(tokenizer)
-        self.tokenizer = tokenizer
-        served = self.models()
+        self.prefill = template_prefill(tokenizer, self.chat_template_kwargs) if tokenizer is not None else ""
         if model is None:
             if not served:
                 raise EndpointError(f"{self.base_url}/models lists no model; pass served_model=<name>.")
@@ -137,13 +173,16 @@ class OpenAISampler:
                 raise EndpointError(f"{url} did not answer JSON; is endpoint= an OpenAI-compatible API root?") from None
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def models(self) -> list[str]:
-        """The served model names (``GET /models``)."""
+    def _model_rows(self) -> list[dict[str, Any]]:
         answer = self._request("/models")
         data = answer.get("data") if isinstance(answer, dict) else None
         if not isinstance(data, list):
             raise EndpointError(f"{self.base_url}/models did not answer an OpenAI model list; check endpoint=.")
-        return [str(row.get("id")) for row in data if isinstance(row, dict)]
+        return [row for row in data if isinstance(row, dict)]
+
+    def models(self) -> list[str]:
+        """The served model names (``GET /models``)."""
+        return [str(row.get("id")) for row in self._model_rows()]
 
     # ----------------------------------------------------------------------------- Sampler
     def prompt_text(self, messages: Sequence[Message]) -> str:
@@ -165,13 +204,14 @@ class OpenAISampler:
         }
         if self.api == "chat":
             payload["messages"] = json.loads(prompt)
-            if self.chat_template_kwargs:
+            if self.chat_template_kwargs and self.vllm:  # refused at construction for another server
                 payload["chat_template_kwargs"] = self.chat_template_kwargs
         else:
             payload["prompt"] = prompt
-            # the text already holds the template's special tokens, tokenized as the in-process samplers
-            # do (add_special_tokens=False); a vLLM extra parameter
-            payload["add_special_tokens"] = False
+            if self.vllm:
+                # the text already holds the template's special tokens, tokenized as the in-process samplers
+                # do (add_special_tokens=False); a vLLM extra parameter (other servers decide themselves)
+                payload["add_special_tokens"] = False
         return payload
 
     def _texts(self, answer: Any, n: int) -> list[str]:
@@ -206,7 +246,7 @@ class OpenAISampler:
         top_p: float = 1.0,
         seed: int | None = None,
     ) -> list[str]:
-        """The P·num_samples completion texts (prompt-major); a missing or non-text completion is ``""``."""
+        """The P·num_samples whole assistant turns (prompt-major); a missing completion is the pre-fill alone."""
         base = 0 if seed is None else seed
         path = "/chat/completions" if self.api == "chat" else "/completions"
 
@@ -223,4 +263,7 @@ class OpenAISampler:
 
         with ThreadPoolExecutor(max_workers=max(1, min(self.max_workers, len(prompts)))) as pool:
             results = list(pool.map(one, range(len(prompts))))
-        return [text for texts in results for text in texts]
+        texts = [text for texts in results for text in texts]
+        if self.api == "chat":  # the server rendered the template: every prompt carries its pre-fill
+            return [self.prefill + text for text in texts]
+        return with_prefill(prompts, texts, num_samples, self.prefill)

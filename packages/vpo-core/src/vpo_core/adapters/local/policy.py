@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
 from transformers.cache_utils import StaticCache, StaticLayer
 
-from vpo_core.adapters.local.samplers import render_chat
+from vpo_core.adapters.local.samplers import render_chat, template_prefill, with_prefill
 from vpo_core.types import Message
 
 __all__ = ["Policy", "build_tokenizer", "left_padded_positions", "load_policy", "load_tokenizer", "new_policy"]
@@ -118,6 +118,17 @@ class Policy:
         """Chat messages rendered with the tokenizer's template and options, ending with the assistant header."""
         return render_chat(self.tokenizer, messages, self.chat_template_kwargs)
 
+    @property
+    def prefill(self) -> str:
+        """What the chat template pre-fills in the assistant turn with `chat_template_kwargs` (`template_prefill`)."""
+        return template_prefill(self.tokenizer, self.chat_template_kwargs)
+
+    @property
+    def max_positions(self) -> int | None:
+        """The model's longest sequence (prompt + completion), or None if its config does not say."""
+        value = getattr(self.model.config, "max_position_embeddings", None)
+        return int(value) if value else None
+
     def save(self, path: Path) -> None:
         """``save_pretrained`` the model and tokenizer."""
         path.mkdir(parents=True, exist_ok=True)
@@ -146,8 +157,13 @@ class Policy:
             seed: Seed of torch's sampling RNG (None keeps the current state).
 
         Returns:
-            The P·G completion texts (prompt-major), and the prompt and response token ids of each,
-            shapes (P·G, L_prompt) left-padded and (P·G, L_response) right-padded with pad tokens.
+            The P·G whole assistant turns (prompt-major: the template's pre-fill, `prefill`, then the
+            generated text), and the prompt and response token ids of each, shapes (P·G, L_prompt)
+            left-padded and (P·G, L_response) right-padded with pad tokens. Generation stops at EOS or
+            after `max_new_tokens`, or where the model's positions run out.
+
+        Raises:
+            ValueError: If a prompt already fills the model's positions.
         """
         if seed is not None:
             torch.manual_seed(seed)
@@ -160,6 +176,20 @@ class Policy:
         self.model.eval()
         enc = self.tokenizer(list(prompts), return_tensors="pt", padding=True, add_special_tokens=False)
         prompt_ids, prompt_mask = enc["input_ids"].to(self.device), enc["attention_mask"].to(self.device)
+        if self.max_positions is not None:  # never generate past the positions the model was built with
+            room = self.max_positions - prompt_ids.shape[1]
+            if room < 1:
+                raise ValueError(
+                    f"a prompt of {prompt_ids.shape[1]} tokens fills the model's {self.max_positions} positions; "
+                    "shorten the prompts or use a model with more positions."
+                )
+            max_new_tokens = min(max_new_tokens, room)
+        pad, eos = self.tokenizer.pad_token_id, self.tokenizer.eos_token_id
+        if pad is None or pad == eos:
+            raise ValueError(
+                "the tokenizer's pad token is missing or equals its EOS token, so EOS could never end a sample; "
+                "load the model with load_policy / load_tokenizer, which add a distinct pad token."
+            )
         input_ids = prompt_ids.repeat_interleave(num_samples, dim=0)
         attention = prompt_mask.repeat_interleave(num_samples, dim=0)
         # A preallocated cache instead of one that grows by concatenation every token (measured: a third
@@ -186,7 +216,7 @@ class Policy:
         after = torch.cumsum(eos.int(), dim=1) - eos.int() > 0
         response = response.masked_fill(after, self.tokenizer.pad_token_id)
         texts = self.tokenizer.batch_decode(response, skip_special_tokens=True)
-        return texts, input_ids, response
+        return with_prefill(prompts, texts, num_samples, self.prefill), input_ids, response
 
     def _prompt_cache(
         self, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, rows_per_prompt: int, length: int
@@ -224,7 +254,7 @@ class Policy:
         top_p: float = 1.0,
         seed: int | None = None,
     ) -> list[str]:
-        """The P·num_samples completion texts of `generate` (prompt-major), for evaluation."""
+        """The P·num_samples whole assistant turns of `generate` (prompt-major), for evaluation."""
         texts, _, _ = self.generate(
             prompts,
             num_samples=num_samples,
@@ -351,8 +381,11 @@ def load_tokenizer(path: str | Path) -> Any:
     else:
         tokenizer = AutoTokenizer.from_pretrained(path)
     tokenizer.padding_side = "left"
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
+    if tokenizer.pad_token is None or tokenizer.pad_token_id == tokenizer.eos_token_id:
+        # Llama-family tokenizers ship without a pad token. Padding with EOS would make EOS unsampleable
+        # (generation suppresses the pad) and mask every EOS inside a prompt (e.g. Llama 3's end of
+        # turn), so a distinct pad token is added; `load_policy` gives the model a row for it.
+        tokenizer.add_special_tokens({"pad_token": PAD})
     if tokenizer.chat_template is None:
         tokenizer.chat_template = CHAT_TEMPLATE
     return tokenizer
@@ -368,5 +401,11 @@ def load_policy(path: str | Path, device: str = "cpu") -> Policy:
     if path.is_dir() and not (path / "config.json").exists():
         raise FileNotFoundError(f"{path} has no config.json: it is not a Hugging Face model directory.")
     tokenizer = load_tokenizer(path)
-    model = AutoModelForCausalLM.from_pretrained(path).to(device)  # type: ignore[arg-type]  # as above
+    model = AutoModelForCausalLM.from_pretrained(path)
+    embeddings: Any = model.get_input_embeddings()
+    rows = int(embeddings.weight.shape[0])
+    if tokenizer.pad_token_id >= rows:  # the pad token `load_tokenizer` added: never sampled, never attended
+        model.resize_token_embeddings(len(tokenizer), mean_resizing=False)
+    model.config.pad_token_id = tokenizer.pad_token_id
+    model = model.to(device)  # type: ignore[arg-type]  # as above
     return Policy(model=model, tokenizer=tokenizer, device=torch.device(device))

@@ -73,9 +73,9 @@ def rl_step(
     train = np.zeros_like(raw)
     for i, text in enumerate(texts):
         b, g = divmod(i, group)
-        candidates = env.parse(tasks[b], text, mode=mode, m=m)
-        raw[b, g] = env.rewards(tasks[b], candidates)
-        train[b, g] = env.training_rewards(tasks[b], candidates) if mode == "multi" else raw[b, g]
+        scored = env.score_completion(tasks[b], text, mode=mode, m=m)  # one parse, one `rewards` call
+        raw[b, g] = scored.rewards
+        train[b, g] = scored.training_rewards
     mask = policy.response_mask(response)
     lengths = mask.sum(dim=1).clamp(min=1).cpu().numpy().reshape(len(tasks), group)
     keys = [f"{step}:{t.id}" for t in tasks]

@@ -9,6 +9,7 @@ Layout::
     warmup_loss.json   the warm-up loss of every step
     init_model/        the warm-started (or given) model: the RL reference; its weights' digest is the run id
     checkpoint/        model/ (save_pretrained), state.pt (optimizer, step), manifest.json (step, run id)
+    token_budget.json  the token budget per completion of RL and evaluation (apps/evaluate.py reuses it)
     eval_<name>.json   evaluation metrics of one model (``init``, ``final``), tagged with that model's digest
     report.md, report.json, training.png, best_at_k.png
 
@@ -161,6 +162,35 @@ class RunDir:
     def best_at_k_plot(self) -> Path:
         """``best_at_k.png``."""
         return self.path / "best_at_k.png"
+
+    @property
+    def token_budget_file(self) -> Path:
+        """``token_budget.json``: the token budget per completion the run sampled with (RL and evaluation)."""
+        return self.path / "token_budget.json"
+
+    def write_token_budget(self, max_new_tokens: int) -> None:
+        """Record the run's resolved token budget (apps/evaluate.py evaluates its checkpoints with it)."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        _write_atomic(self.token_budget_file, json.dumps({"max_new_tokens": int(max_new_tokens)}))
+
+    def read_token_budget(self) -> int | None:
+        """The recorded token budget, or None for a run that recorded none (older runs).
+
+        Raises:
+            RunDirError: If the file exists but does not hold a positive integer budget.
+        """
+        try:
+            value = json.loads(self.token_budget_file.read_text()).get("max_new_tokens")
+        except FileNotFoundError:
+            return None
+        except (json.JSONDecodeError, AttributeError):
+            value = None
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise RunDirError(
+                f"{self.token_budget_file} does not hold a token budget; delete it (evaluation then uses the "
+                "env profile's budget) or pass max_new_tokens=."
+            )
+        return value
 
     def eval_file(self, name: str) -> Path:
         """``eval_<name>.json`` (``init``: the warm-started model, ``final``: after RL)."""

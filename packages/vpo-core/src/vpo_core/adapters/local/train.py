@@ -479,6 +479,7 @@ def run(config: TrainConfig) -> dict[str, Any]:
         model.chat_template_kwargs = dict(state.env.profile.chat_template_kwargs)
     policy.sample_threads = reference.sample_threads = config.sample_threads
     max_new = token_budget(state, policy)
+    state.run_dir.write_token_budget(max_new)  # apps/evaluate.py evaluates the checkpoints with the same budget
     init = None
     if config.eval_tasks:
         init = evaluate_phase(state, reference, which="init", model=run_id, max_new_tokens=max_new)

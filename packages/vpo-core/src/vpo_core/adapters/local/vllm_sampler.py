@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from vpo_core.adapters.local.policy import load_tokenizer
-from vpo_core.adapters.local.samplers import render_chat
+from vpo_core.adapters.local.samplers import render_chat, template_prefill, with_prefill
 from vpo_core.types import Message
 
 __all__ = ["VllmSampler", "choose_backend", "completion_texts", "sampling_requests"]
@@ -175,7 +175,7 @@ class VllmSampler:
         top_p: float = 1.0,
         seed: int | None = None,
     ) -> list[str]:
-        """The P·num_samples completion texts (prompt-major)."""
+        """The P·num_samples whole assistant turns (prompt-major; the template's pre-fill included)."""
         from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
 
@@ -194,4 +194,6 @@ class VllmSampler:
             [SamplingParams(**fields) for fields in requests],
             use_tqdm=False,
         )
-        return completion_texts(outputs, self.tokenizer, num_samples)
+        texts = completion_texts(outputs, self.tokenizer, num_samples)
+        # the whole assistant turn, as the transformers path returns it (the template's pre-fill first)
+        return with_prefill(prompts, texts, num_samples, template_prefill(self.tokenizer, self.chat_template_kwargs))

@@ -127,8 +127,22 @@ def generic_recipe(profile: EnvProfile) -> VerlRecipe:
 
 
 def estimator_for(method: str) -> str:
-    """VeRL's ``algorithm.adv_estimator`` for a method (by its group normaliser)."""
-    return ESTIMATORS[get_method(method).normalizer]
+    """VeRL's ``algorithm.adv_estimator`` for a method (by its group normaliser).
+
+    Raises:
+        ValueError: If the method's normaliser has no veRL estimator (a normaliser registered outside
+            vpo-core), naming the ways to run it.
+    """
+    normalizer = get_method(method).normalizer
+    if normalizer not in ESTIMATORS:
+        known = ", ".join(f"{name} -> {est}" for name, est in ESTIMATORS.items())
+        raise ValueError(
+            f"method {method!r} normalises with {normalizer!r}, which the veRL adapter has no advantage estimator "
+            f"for (it maps {known}). Train it with the local engine (apps/train.py), or register a veRL estimator "
+            f"for it (verl.trainer.ppo.core_algos.register_adv_est, as vpo_core.adapters.verl.plugin does) and map "
+            f"{normalizer!r} to it in vpo_core.adapters.verl.recipes.ESTIMATORS."
+        )
+    return ESTIMATORS[normalizer]
 
 
 @dataclass(frozen=True)

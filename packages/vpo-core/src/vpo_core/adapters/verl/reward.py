@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
+from vpo_core.adapters.local.samplers import template_prefill
 from vpo_core.advantages import rollout_scalars
 from vpo_core.env import TextEnv
 from vpo_core.methods import get_method
@@ -23,33 +23,6 @@ from vpo_core.qmc import check_weight_sampler
 from vpo_core.registry import make
 
 __all__ = ["score_trajectory", "template_prefill"]
-
-
-def template_prefill(tokenizer: Any, chat_template_kwargs: Mapping[str, Any] | None) -> str:
-    """The text a chat template writes at the start of the assistant turn because of `chat_template_kwargs`.
-
-    Qwen3 with ``enable_thinking=False`` pre-fills an empty think block (two newlines inside ``<think>``
-    tags, two after): it is in the prompt, so it never appears among the generated tokens, yet it is
-    part of the assistant's turn (the authors score ToolRL's format dimension with it). Found
-    generically: the generation prompt with the options minus the generation prompt without them, when
-    the latter is a prefix of the former.
-
-    Returns:
-        The pre-filled text, or "" when the options add none (or the template cannot say).
-    """
-    if not chat_template_kwargs:
-        return ""
-    messages = [{"role": "user", "content": "?"}]
-    try:
-        plain = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-        with_options = tokenizer.apply_chat_template(
-            messages, add_generation_prompt=True, tokenize=False, **dict(chat_template_kwargs)
-        )
-    except Exception:  # a tokenizer without a chat template: nothing is pre-filled
-        return ""
-    if not isinstance(plain, str) or not isinstance(with_options, str) or not with_options.startswith(plain):
-        return ""
-    return with_options[len(plain) :]
 
 
 @lru_cache(maxsize=16)
@@ -88,9 +61,8 @@ def score_trajectory(
     mode, m = str(extra_info["mode"]), int(extra_info["m"])
     task = env.tasks(str(extra_info["split"]))[int(extra_info["index"])]
     spec = env.spec_for(task)
-    candidates = env.parse(task, text, mode=mode, m=m)  # type: ignore[arg-type]
-    raw = env.rewards(task, candidates)  # (m, d)
-    train = env.training_rewards(task, candidates) if mode == "multi" else raw
+    scored = env.score_completion(task, text, mode=mode, m=m)  # type: ignore[arg-type]  # one `rewards` call
+    candidates, raw, train = scored.candidates, scored.rewards, scored.training_rewards  # (m, d) each
     goal = extra_info.get("goal_weights")
     goal_weights = None if goal is None or len(goal) == 0 else np.asarray(goal, dtype=np.float64)[None, :]
     scalar = rollout_scalars(
