@@ -56,8 +56,8 @@ MINIATURE_V2 = {
     "steps": 300,
     "eval_steps": "50,150",
     "train": "warmup_steps=1000 warmup_batch=32",
-    "budget_single": 64,
-    "budget_multi": 192,
+    "budget_single": 128,  # 2x the longest single demonstration (64 tokens, default tokenizer)
+    "budget_multi": 384,  # 2x the longest multi demonstration (194 tokens); prompts <= 212, positions 1024
     "eval_tasks": 100,
     "eval_samples": 30,
     "work": "runs/experiment-maze-v1-v2",
