@@ -101,6 +101,12 @@ def test_every_package_ships_the_license(dist):
     assert copy.read_bytes() == (ROOT / "LICENSE").read_bytes(), f"{copy} differs from the root LICENSE"
 
 
+@pytest.mark.parametrize("dist", sorted(PROJECTS))
+def test_releasing_names_every_package(dist):
+    intro = (ROOT / "RELEASING.md").read_text().split("## ", 1)[0]
+    assert f"`{dist}`" in intro, f"RELEASING.md: list {dist} among the released packages"
+
+
 def _paper() -> tuple[str, list[str]]:
     """The paper's title and authors' family names, from CITATION.cff's preferred-citation."""
     text = (ROOT / "CITATION.cff").read_text()
