@@ -19,6 +19,8 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -80,6 +82,66 @@ def test_changelog_has_an_entry_for_the_current_version(dist):
     version = _project(PROJECTS[dist])["version"]
     headings = re.findall(r"^## \[?([^\]\s]+)\]?", changelog.read_text(), flags=re.MULTILINE)
     assert version in headings, f"{changelog}: add a '## {version}' section"
+
+
+# ------------------------------------------------------------------------------- license
+def test_root_license_is_the_apache_2_text():
+    text = (ROOT / "LICENSE").read_text()
+    assert text.lstrip().startswith("Apache License\n                           Version 2.0, January 2004")
+    assert "END OF TERMS AND CONDITIONS" in text
+
+
+@pytest.mark.parametrize("dist", sorted(PROJECTS))
+def test_every_package_ships_the_license(dist):
+    project = _project(PROJECTS[dist])
+    assert project["license"] == "Apache-2.0"
+    assert project.get("license-files") == ["LICENSE"], f'{dist}: add license-files = ["LICENSE"] to [project]'
+    copy = PROJECTS[dist] / "LICENSE"
+    assert copy.is_file(), f"{dist}: copy the root LICENSE into {PROJECTS[dist]} (a wheel holds only its own dir)"
+    assert copy.read_bytes() == (ROOT / "LICENSE").read_bytes(), f"{copy} differs from the root LICENSE"
+
+
+@pytest.mark.parametrize("dist", sorted(PROJECTS))
+def test_releasing_names_every_package(dist):
+    intro = (ROOT / "RELEASING.md").read_text().split("## ", 1)[0]
+    assert f"`{dist}`" in intro, f"RELEASING.md: list {dist} among the released packages"
+
+
+def _paper() -> tuple[str, list[str]]:
+    """The paper's title and authors' family names, from CITATION.cff's preferred-citation."""
+    text = (ROOT / "CITATION.cff").read_text()
+    cited = text.split("preferred-citation:", 1)[1]
+    title = re.search(r'^  title: "([^"]+)"', cited, flags=re.MULTILINE)
+    assert title, "CITATION.cff: preferred-citation needs a title"
+    return title.group(1), re.findall(r"family-names: (\S+)", cited)
+
+
+def test_citation_names_the_paper():
+    title, families = _paper()
+    assert title == "Vector Policy Optimization: Training for Diversity Improves Test-Time Search"
+    assert families[0] == "Bahlous-Boldi"
+    assert len(families) == 9
+
+
+@pytest.mark.parametrize("dist", sorted(PROJECTS))
+def test_every_readme_names_the_paper_and_its_authors(dist):
+    readme = " ".join((PROJECTS[dist] / "README.md").read_text().split())
+    title, families = _paper()
+    assert title in readme, f"{dist}/README.md: name the paper ({title})"
+    missing = [f for f in families if f not in readme]
+    assert not missing, f"{dist}/README.md: the paper's authors {missing} are missing"
+
+
+def _assert_artefacts_carry_the_license(wheel: Path, sdist: Path) -> None:
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names), f"{wheel.name} has no LICENSE"
+        metadata = next(n for n in names if n.endswith(".dist-info/METADATA"))
+        assert "License-File: LICENSE" in archive.read(metadata).decode()
+    with tarfile.open(sdist) as archive:
+        assert any(n.count("/") == 1 and n.endswith("/LICENSE") for n in archive.getnames()), (
+            f"{sdist.name}: no LICENSE"
+        )
 
 
 # ------------------------------------------------------------------- extras cover imports
@@ -217,6 +279,9 @@ def _fresh_venv_with(dist: str, tmp_path: Path) -> Path:
     module = _module_name(dist)
     assert (dist_dir / f"{module}-{version}-py3-none-any.whl").is_file()
     assert (dist_dir / f"{module}-{version}.tar.gz").is_file()
+    for name in (dist, CORE):
+        stem = f"{_module_name(name)}-{_project(PROJECTS[name])['version']}"
+        _assert_artefacts_carry_the_license(dist_dir / f"{stem}-py3-none-any.whl", dist_dir / f"{stem}.tar.gz")
 
     venv = tmp_path / "venv"
     python = venv / "bin" / "python"
@@ -240,7 +305,7 @@ def _clean_env() -> dict[str, str]:
 
 
 @pytest.mark.slow
-def test_env_maze_installs_standalone_with_plain_pip(tmp_path):
+def test_env_maze_installs_standalone_with_plain_pip(tmp_path, fake_openai):
     venv = _fresh_venv_with("env-maze", tmp_path)
     env, python = _clean_env(), venv / "bin" / "python"
     installed = _run(python, "-c", "import importlib.metadata as m; print(sorted(d.name for d in m.distributions()))")
@@ -254,6 +319,26 @@ def test_env_maze_installs_standalone_with_plain_pip(tmp_path):
     out = _run(python, "-c", api, cwd=tmp_path, env=env)
     assert out.startswith("['maze-v1'] [[1.0, 1.0, 0.0, 1.0]]")
     assert str(venv) in out  # the installed wheel, not the checkout
+    _vpo_eval_scores_a_served_model(venv, tmp_path, fake_openai)
+
+
+def _vpo_eval_scores_a_served_model(venv: Path, tmp_path: Path, fake_openai) -> None:
+    """The pip user's benchmark: ``vpo-eval`` of the installed wheel against a local OpenAI-compatible server."""
+    import vpo_core
+
+    maze = vpo_core.make("maze-v1")
+    routes, scores = {}, []
+    for task in maze.tasks("test")[:3]:
+        routes[maze.render_prompt(task)[-1]["content"]] = maze.reference_completion(task)
+        scores.append(float(maze.score(task, maze.reference_completion(task))[0] @ maze.reward_spec.w_star_array))
+    server = fake_openai(lambda messages, n: [routes[messages[-1]["content"]]] * n)
+    out_dir = tmp_path / "eval"
+    cli = [venv / "bin" / "vpo-eval", "--env", "maze-v1", "--base-url", server.base_url, "--limit", "3"]
+    _run(*cli, "--samples", "2", "--out", out_dir, cwd=tmp_path, env=_clean_env())
+    results = json.loads((out_dir / "results.json").read_text())
+    assert results["metrics"]["best@1"] == pytest.approx(sum(scores) / 3)  # every sample is the reference route
+    assert results["versions"]["env-maze"] == _project(PROJECTS["env-maze"])["version"]
+    assert len((out_dir / "samples.jsonl").read_text().splitlines()) == 6
 
 
 @pytest.mark.slow

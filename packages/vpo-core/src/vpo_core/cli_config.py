@@ -4,7 +4,8 @@ A config is a plain dataclass whose fields carry their meaning in ``metadata["he
 `option`). `parse_config` builds it with OmegaConf structured configs, so values are type-checked
 against the annotations, and adds what a command line needs:
 
-- ``key=value`` overrides (``--key=value`` and ``key-with-dashes=value`` are accepted too);
+- ``key=value`` overrides, the one syntax: ``--key=value``, ``--key value`` and ``key-with-dashes=value``
+  are refused with the spelling to use (two syntaxes let typos through);
 - one-line errors naming the option and the fix, with close-match suggestions for unknown keys;
 - ``--help``/``-h`` listing every option with its type, default and meaning;
 - pass-through groups: ``env.data_dir=/x`` lands in a dict field (``env_options`` for the ``env``
@@ -28,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import sys
+import types
 import typing
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar, cast
@@ -85,7 +87,14 @@ def _default_text(f: dataclasses.Field[Any]) -> str:
     return "required"
 
 
-def format_help(cls: type, *, prog: str, description: str = "", passthrough: Mapping[str, str] | None = None) -> str:
+def format_help(
+    cls: type,
+    *,
+    prog: str,
+    description: str = "",
+    passthrough: Mapping[str, str] | None = None,
+    replay_key: str | None = None,
+) -> str:
     """The ``--help`` text: usage, description, then every option with its type, default and meaning."""
     passthrough = dict(passthrough or {})
     lines = [f"usage: {prog} [key=value ...]", ""]
@@ -99,6 +108,15 @@ def format_help(cls: type, *, prog: str, description: str = "", passthrough: Map
             rows.append((f"{prefix}.<key>", "value [none]", f.metadata.get("help", "")))
             continue
         rows.append((name, f"{_type_name(kind)} [{_default_text(f)}]", f.metadata.get("help", "")))
+    if replay_key is not None:
+        rows.insert(
+            0,
+            (
+                f"{replay_key}",
+                "path [none]",
+                "replay the options saved in a run's config.json (later arguments override them)",
+            ),
+        )
     width = max(len(r[0]) for r in rows) + 2
     for key, kind, text in rows:
         lines.append(f"  {key:<{width}}{kind}")
@@ -111,9 +129,12 @@ def _split(argv: Sequence[str], names: Sequence[str], passthrough: Mapping[str, 
     """Split ``key=value`` arguments into own options and pass-through groups (raw strings)."""
     own: dict[str, str] = {}
     groups: dict[str, dict[str, str]] = {target: {} for target in passthrough.values()}
-    for arg in argv:
+    for index, arg in enumerate(argv):
         key, sep, raw = arg.partition("=")
-        key = key.lstrip("-").replace("-", "_")
+        bare = key.lstrip("-").replace("-", "_")
+        if key != bare:  # one syntax: --steps=2, --steps 2 and eval-tasks=3 are refused, with the spelling to use
+            value = raw if sep else (argv[index + 1] if index + 1 < len(argv) and "=" not in argv[index + 1] else "...")
+            raise ConfigError(f"options are written key=value, without dashes: write {bare}={value}, not {arg!r}.")
         if not sep:
             example = f"{names[0]}=..." if names else "key=value"
             raise ConfigError(f"arguments are key=value pairs, got {arg!r} (e.g. {example}).")
@@ -132,11 +153,61 @@ def _split(argv: Sequence[str], names: Sequence[str], passthrough: Mapping[str, 
 
 
 def _yaml_value(raw: str) -> Any:
+    """A pass-through value as YAML reads it (``3`` an int, ``[1,2]`` a list), else the text itself.
+
+    Text YAML cannot parse (``[x``, ``a: b``, ``{``) or reads as a mapping is kept as the string the user
+    wrote: a path such as ``env.data_dir=/data/a:b`` must not become a dict or a traceback.
+    """
     from omegaconf import OmegaConf
 
-    # from_dotlist builds a DictConfig, so its container is a dict.
-    container = cast("dict[str, Any]", OmegaConf.to_container(OmegaConf.from_dotlist([f"v={raw}"])))
-    return container["v"]
+    try:
+        # from_dotlist builds a DictConfig, so its container is a dict.
+        container = cast("dict[str, Any]", OmegaConf.to_container(OmegaConf.from_dotlist([f"v={raw}"])))
+    except Exception:  # yaml's ParserError/ScannerError and OmegaConf's own errors alike
+        return raw
+    value = container["v"]
+    return raw if isinstance(value, dict) else value
+
+
+def _is_text(kind: Any) -> bool:
+    """Whether a field holds text (``str`` or ``str | None``): its value is taken verbatim, not as YAML."""
+    if kind is str:
+        return True
+    if typing.get_origin(kind) not in (typing.Union, types.UnionType):
+        return False
+    args = [a for a in typing.get_args(kind) if a is not type(None)]
+    return bool(args) and all(a is str for a in args)
+
+
+def _replayed(
+    cls: type, path: str, fields: Mapping[str, tuple[Any, Any]], *, replay_key: str, ignore: Sequence[str]
+) -> dict[str, Any]:
+    """The options saved in a JSON object (``config=PATH``), type-checked against `cls`."""
+    import json
+    from pathlib import Path
+
+    from omegaconf import OmegaConf
+
+    try:
+        saved = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"{replay_key}={path}: no such file; give the config.json of a run.") from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise ConfigError(f"{replay_key}={path} is not a readable JSON file ({type(exc).__name__}).") from None
+    if not isinstance(saved, dict):
+        raise ConfigError(f"{replay_key}={path} holds {type(saved).__name__}, not a JSON object of options.")
+    unknown = sorted(k for k in saved if k not in fields and k not in ignore)
+    if unknown:
+        raise ConfigError(f"{replay_key}={path} has keys that are not options: {', '.join(unknown)}.")
+    values = {k: v for k, v in saved.items() if k in fields}
+    schema = OmegaConf.structured(cls)
+    for key, value in values.items():
+        try:
+            OmegaConf.merge(schema, OmegaConf.create({key: value}))
+        except Exception:
+            kind = _type_name(fields[key][1])
+            raise ConfigError(f"{replay_key}={path}: option {key} expects {kind}, got {value!r}.") from None
+    return values
 
 
 def parse_config(
@@ -146,6 +217,8 @@ def parse_config(
     prog: str,
     description: str = "",
     passthrough: Mapping[str, str] | None = None,
+    replay_key: str | None = None,
+    replay_ignore: Sequence[str] = (),
 ) -> T:
     """Build a `cls` instance from ``key=value`` arguments.
 
@@ -155,7 +228,11 @@ def parse_config(
         prog: Program name for ``--help``.
         description: Shown under the usage line of ``--help``.
         passthrough: Prefix -> dict field: ``{"env": "env_options"}`` sends ``env.k=v`` into
-            ``env_options["k"]`` (values parsed as YAML scalars: ``3`` is an int, ``a`` a string).
+            ``env_options["k"]`` (values parsed as YAML scalars: ``3`` is an int, ``a`` a string;
+            text YAML cannot parse, such as ``a:b,[c``, is kept as written).
+        replay_key: If set (e.g. ``"config"``), ``config=PATH`` starts from the options saved in the JSON
+            object at PATH (a run's ``config.json``); the other arguments override them.
+        replay_ignore: Keys of that file that are not options (e.g. ``data_source``), skipped.
 
     Returns:
         The config (its ``__post_init__`` has run).
@@ -166,29 +243,38 @@ def parse_config(
             the dataclass's validation refuses; one line naming the option and the fix.
     """
     from omegaconf import OmegaConf
-    from omegaconf.errors import OmegaConfBaseException
 
     passthrough = dict(passthrough or {})
     if any(a in ("-h", "--help") for a in argv):
-        raise HelpRequested(format_help(cls, prog=prog, description=description, passthrough=passthrough))
+        raise HelpRequested(
+            format_help(cls, prog=prog, description=description, passthrough=passthrough, replay_key=replay_key)
+        )
     fields = _fields(cls)
+    values: dict[str, Any] = {}
+    if replay_key is not None:
+        replays = [a.partition("=")[2] for a in argv if a.startswith(f"{replay_key}=")]
+        argv = [a for a in argv if not a.startswith(f"{replay_key}=")]
+        if len(replays) > 1:
+            raise ConfigError(f"{replay_key}= was given {len(replays)} times; give one saved config.json.")
+        if replays:
+            values = _replayed(cls, replays[0], fields, replay_key=replay_key, ignore=replay_ignore)
     own, groups = _split(argv, list(fields), passthrough)
     schema = OmegaConf.structured(cls)
     for key, raw in own.items():
         kind = fields[key][1]
+        if _is_text(kind):  # text is text: out=runs/a:b and name=[x are kept as written
+            optional = type(None) in typing.get_args(kind)
+            values[key] = None if optional and raw.lower() in ("null", "none", "~") else raw
+            continue
         try:
-            OmegaConf.merge(schema, OmegaConf.from_dotlist([f"{key}={raw}"]))
-        except OmegaConfBaseException:
+            merged = OmegaConf.merge(schema, OmegaConf.from_dotlist([f"{key}={raw}"]))
+        except Exception:  # OmegaConf's validation errors and yaml's parser errors alike
             raise ConfigError(
                 f"option {key} expects {_type_name(kind)}, got {raw!r} (e.g. {key}={_default_text(fields[key][0])})."
             ) from None
-    values: dict[str, Any] = {}
-    if own:
-        merged = OmegaConf.merge(schema, OmegaConf.from_dotlist([f"{k}={v}" for k, v in own.items()]))
-        container = OmegaConf.to_container(merged)
-        values = {k: container[k] for k in own}  # type: ignore[index]
+        values[key] = cast("dict[str, Any]", OmegaConf.to_container(merged))[key]
     for target, group in groups.items():
-        values[target] = {k: _yaml_value(v) for k, v in group.items()}
+        values[target] = {**values.get(target, {}), **{k: _yaml_value(v) for k, v in group.items()}}
     try:
         return cls(**values)
     except (ValueError, TypeError) as exc:

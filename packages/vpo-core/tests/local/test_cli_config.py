@@ -30,7 +30,7 @@ def parse(argv: list[str]) -> Demo:
 
 
 def test_overrides_types_and_passthrough():
-    config = parse(["steps=3", "--lr=0.5", "env.data_dir=/x", "env.size=4", "name=abc"])
+    config = parse(["steps=3", "lr=0.5", "env.data_dir=/x", "env.size=4", "name=abc"])
     assert (config.steps, config.lr, config.name) == (3, 0.5, "abc")
     assert config.env_options == {"data_dir": "/x", "size": 4}
     assert parse([]) == Demo()
@@ -43,6 +43,11 @@ def test_overrides_types_and_passthrough():
         (["steps=many"], "option steps expects an integer, got 'many'"),
         (["lr=nan"], "lr must be finite"),
         (["--dry-run"], "key=value"),
+        (["--steps=2"], "write steps=2, not '--steps=2'"),
+        (["--steps", "2"], "write steps=2, not '--steps'"),
+        (["-lr=0.1"], "write lr=0.1"),
+        (["env-options=3"], "write env_options=3"),
+        (["dry-run"], "key=value"),
         (["env.=3"], "names no key"),
         (["env_options=3"], "unknown option"),
     ],
@@ -109,3 +114,30 @@ class Listy:
 
 def test_list_fields():
     assert parse_config(Listy, ["tags=[a,b]"], prog="x").tags == ["a", "b"]
+
+
+@pytest.mark.parametrize(
+    "arg",
+    ["name=a,b", "name=[x", "name=a: b", "name={", "env.data_dir=a: b", "env.data_dir=[x", "steps=[1", "name=]"],
+)
+def test_values_yaml_cannot_parse_are_one_line_errors(arg):
+    """Issue 22: ``,``, ``[``, ``:`` in a value crashed every app with an OmegaConf/YAML traceback."""
+    try:
+        config = parse([arg])
+    except ConfigError as exc:
+        message = str(exc)
+        assert arg.partition("=")[0].split(".")[-1] in message
+        assert "\n" not in message
+        assert "quote" in message or "expects" in message
+    else:  # a value that parses is kept as the text the user wrote
+        key = arg.partition("=")[0]
+        value = config.env_options[key.split(".", 1)[1]] if key.startswith("env.") else getattr(config, key)
+        assert value == arg.partition("=")[2]
+
+
+def test_yaml_trouble_in_train_options_is_a_one_line_refusal(tmp_path, capsys):
+    assert train_main(["steps=[2", f"out={tmp_path / 'a:b,[c'}"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: option steps expects an integer")
+    assert "\n" not in err
+    assert not (tmp_path / "a:b,[c").exists()

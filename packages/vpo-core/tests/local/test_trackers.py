@@ -78,3 +78,32 @@ def test_a_missing_tracker_package_is_named(tmp_path, monkeypatch, name, package
 def test_smooth_is_a_trailing_mean():
     assert smooth([1.0, 3.0, 5.0, 7.0], 2) == [1.0, 2.0, 4.0, 6.0]
     assert smooth([2.0], 5) == [2.0]
+
+
+def test_k_ticks_are_integers_up_to_the_largest_k():
+    from vpo_core.adapters.local.plots import k_ticks
+
+    assert k_ticks(30) == [1, 2, 3, 5, 10, 20, 30]
+    assert k_ticks(12) == [1, 2, 3, 5, 10, 12]
+    assert k_ticks(1) == [1]
+
+
+def test_plots_highlight_the_method_of_interest_with_integer_k_labels(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from vpo_core.adapters.local.plots import integer_k_axis, line_style
+
+    vpo, grpo = line_style("vpo (5 seeds)", 0), line_style("grpo", 0)
+    assert vpo["linewidth"] > 2 * grpo["linewidth"]
+    assert vpo["zorder"] > grpo["zorder"]
+    assert line_style("vpo:w_star", 3)["color"] == vpo["color"] != line_style("maxrl", 3)["color"]
+    fig, ax = plt.subplots()
+    ax.plot(range(1, 31), range(30))
+    integer_k_axis(ax, 30)
+    fig.canvas.draw()
+    labels = [t.get_text() for t in ax.get_xticklabels()]
+    plt.close(fig)
+    assert labels == ["1", "2", "3", "5", "10", "20", "30"]

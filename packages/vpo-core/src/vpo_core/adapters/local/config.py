@@ -228,6 +228,8 @@ class TrainConfig:
 def parse_overrides(argv: list[str]) -> TrainConfig:
     """Build a config from ``key=value`` arguments (``env.<key>=<value>`` goes to the env's constructor).
 
+    ``config=runs/x/config.json`` replays a saved run's options; arguments after it override them.
+
     Raises:
         vpo_core.cli_config.HelpRequested: For ``--help``.
         vpo_core.cli_config.ConfigError: A one-line message naming the bad option and the fix.
@@ -238,4 +240,6 @@ def parse_overrides(argv: list[str]) -> TrainConfig:
         prog="apps/train.py [engine=local]",
         description="Warm-up, RL and evaluation on one machine (the local engine).",
         passthrough={"env": "env_options"},
+        replay_key="config",
+        replay_ignore=("data_source",),
     )

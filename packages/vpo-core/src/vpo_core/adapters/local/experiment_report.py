@@ -216,29 +216,39 @@ def markdown(summary: dict[str, Any]) -> str:
 
 
 def plot(summary: dict[str, Any], root: Path, index: dict[str, Any]) -> list[Path]:
-    """best@k vs k with bands per arm, and diversity over training per method (mean over seeds, min-max band)."""
+    """best@k vs k per arm, and diversity over training per method, readable with 8+ curves.
+
+    The method of interest (`plots.HIGHLIGHT`, VPO) is drawn bold in red on top with its seed band;
+    the baselines are thin muted lines without bands. k ticks are integers on a log axis. Diversity
+    curves are the mean over seeds smoothed by a trailing moving average (about a tenth of the steps).
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from vpo_core.adapters.local.plots import HIGHLIGHT, integer_k_axis, line_style, smooth
+
     written = []
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for arm, curve in summary["curves"].items():
-        if ":" in arm:
-            continue
-        values = np.asarray(curve)
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    max_k = 1
+    arms = [arm for arm in summary["curves"] if ":" not in arm]
+    for position, arm in enumerate(arms):
+        values = np.asarray(summary["curves"][arm])
         ks = np.arange(1, len(values) + 1)
-        style = "--" if arm.startswith("warm-") else "-"
-        ax.plot(ks, values[:, 0], style, label=arm)
-        ax.fill_between(ks, values[:, 1], values[:, 2], alpha=0.15)
-    ax.set_xscale("log")
+        max_k = max(max_k, len(values))
+        style = line_style(arm, position)
+        ax.plot(ks, values[:, 0], "--" if arm.startswith("warm-") else "-", label=arm, **style)
+        if arm.split(" ", 1)[0] == HIGHLIGHT:
+            ax.fill_between(ks, values[:, 1], values[:, 2], color=style["color"], alpha=0.15, linewidth=0)
+    integer_k_axis(ax, max_k)
     ax.set_xlabel("k (candidates)")
     ax.set_ylabel("best@k (w*-score)")
-    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8, frameon=False)
     fig.tight_layout()
     path = root / "best_at_k.png"
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
     written.append(path)
 
@@ -251,21 +261,28 @@ def plot(summary: dict[str, Any], root: Path, index: dict[str, Any]) -> list[Pat
         method = run_dir.name.removeprefix("main__").rsplit("-seed", 1)[0].replace("__", ":")
         by_method[method].append([float(r["diversity"]) for r in rows if "diversity" in r])
     if by_method:
-        fig, ax = plt.subplots(figsize=(7, 4.5))
-        for method, series in sorted(by_method.items()):
+        fig, ax = plt.subplots(figsize=(7.5, 4.5))
+        window = 1
+        for position, (method, series) in enumerate(sorted(by_method.items())):
             length = min(len(s) for s in series)
             if length == 0:
                 continue
+            window = max(1, length // 10)
             values = np.array([s[:length] for s in series])
             steps = np.arange(length)
-            ax.plot(steps, values.mean(axis=0), label=f"{method} ({len(series)} seeds)")
-            ax.fill_between(steps, values.min(axis=0), values.max(axis=0), alpha=0.15)
+            style = line_style(method, position)
+            ax.plot(steps, smooth(list(values.mean(axis=0)), window), label=f"{method} ({len(series)} seeds)", **style)
+            if method == HIGHLIGHT:
+                low = smooth(list(values.min(axis=0)), window)
+                high = smooth(list(values.max(axis=0)), window)
+                ax.fill_between(steps, low, high, color=style["color"], alpha=0.15, linewidth=0)
         ax.set_xlabel("RL step")
-        ax.set_ylabel("reward-space diversity of the groups")
-        ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8)
+        ax.set_ylabel(f"reward-space diversity (moving average of {window})")
+        ax.grid(alpha=0.3)
+        ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8, frameon=False)
         fig.tight_layout()
         path = root / "diversity.png"
-        fig.savefig(path, dpi=120)
+        fig.savefig(path, dpi=120, bbox_inches="tight")
         plt.close(fig)
         written.append(path)
     return written

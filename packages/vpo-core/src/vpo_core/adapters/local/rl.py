@@ -9,6 +9,7 @@ import numpy as np
 import torch
 
 from vpo_core.adapters.local.config import TrainConfig
+from vpo_core.adapters.local.errors import NonFiniteLossError
 from vpo_core.adapters.local.loss import actor_loss
 from vpo_core.adapters.local.policy import Policy
 from vpo_core.advantages import Std, normalize_scalars, rollout_scalars
@@ -18,10 +19,6 @@ from vpo_core.metrics import reward_diversity
 from vpo_core.weights import stable_seed
 
 __all__ = ["NonFiniteLossError", "goal_weights_for", "rl_step"]
-
-
-class NonFiniteLossError(ValueError):
-    """An RL step's loss was NaN or infinite: raised before the update, so the model stays as it was."""
 
 
 def goal_weights_for(env: TextEnv[Any, Any], task: Any, seed: int) -> np.ndarray:

@@ -20,7 +20,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-__all__ = ["Tracker", "TrackerSet", "open_trackers"]
+__all__ = ["Tracker", "TrackerSet", "check_trackers", "open_trackers"]
+
+_PACKAGES = {"tensorboard": "tensorboard", "wandb": "wandb"}
 
 
 class Tracker(Protocol):
@@ -100,6 +102,30 @@ class TrackerSet:
         """Close every tracker."""
         for tracker in self.trackers:
             tracker.close()
+
+
+def _installed(package: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(package) is not None
+    except (ImportError, ValueError):  # a module blocked in sys.modules (None) has no spec
+        return False
+
+
+def check_trackers(names: Sequence[str]) -> None:
+    """Check, without importing them, that the trackers' packages are installed (before any warm-up).
+
+    Raises:
+        ValueError: Naming the package to install, as `open_trackers` would, minutes earlier.
+    """
+    for name in names:
+        package = _PACKAGES.get(name)
+        if package is not None and not _installed(package):
+            raise ValueError(
+                f"logger={name} needs the {package} package: pip install 'vpo-core[tracking]' (or uv pip install "
+                f"{package}), or drop it from logger=."
+            )
 
 
 def open_trackers(names: Sequence[str], run_dir: Path, *, config: Mapping[str, Any]) -> TrackerSet:

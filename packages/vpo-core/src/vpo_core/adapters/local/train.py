@@ -14,22 +14,26 @@ resumes from the last checkpoint.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
+import shutil
 import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from vpo_core import strict_json
 from vpo_core.adapters.local.config import TrainConfig, parse_overrides
-from vpo_core.adapters.local.rl import NonFiniteLossError
+from vpo_core.adapters.local.errors import NonFiniteLossError
 from vpo_core.adapters.local.rundir import RunDir, RunDirError
 
-__all__ = ["NonFiniteLossError", "RunState", "main", "run"]
+__all__ = ["NonFiniteLossError", "RunState", "main", "preflight", "run"]
 
 
 def _log(message: str) -> None:
@@ -41,12 +45,13 @@ def main(argv: list[str]) -> int:
     from vpo_core.cli_config import ConfigError, HelpRequested
 
     try:
-        config = parse_overrides(argv)
+        config = preflight(parse_overrides(argv))
     except HelpRequested as exc:
         print(exc.text)
         return 0
-    except ConfigError as exc:
-        _log(f"error: {exc}")
+    except (ConfigError, ValueError, KeyError, FileNotFoundError) as exc:
+        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
+        _log(f"error: {message}")
         return 2
     try:
         run(config)
@@ -55,6 +60,34 @@ def main(argv: list[str]) -> int:
         _log(f"error: {message}")
         return 2
     return 0
+
+
+def preflight(config: TrainConfig) -> TrainConfig:
+    """Everything that can be checked before torch, the engine or a run directory: the config to run.
+
+    The env id becomes canonical (``env=maze`` -> ``maze-v1``, with a warning; the canonical id is what
+    ``config.json`` and the default run directory record), ``env.<key>=`` options are checked against
+    the env constructor's signature, the trackers' packages and a ``model=`` directory must exist.
+    Imports only the env's package.
+
+    Raises:
+        KeyError: An unknown env id.
+        ValueError: An env option the constructor does not take, or a missing tracker package.
+        FileNotFoundError: ``model=`` names no directory.
+    """
+    from vpo_core.adapters.local.trackers import check_trackers
+    from vpo_core.env_options import check_env
+
+    env_id, options = check_env(config.env, config.env_options, warn=_log)
+    check_trackers(config.loggers)
+    if config.model is not None and not Path(config.model).is_dir():
+        raise FileNotFoundError(
+            f"model={config.model} is not a directory; give a local Hugging Face model directory (config.json, "
+            "tokenizer and weights), or leave model= out to build the default small model."
+        )
+    if (env_id, options) == (config.env, config.env_options):
+        return config
+    return dataclasses.replace(config, env=env_id, env_options=options)
 
 
 @dataclass
@@ -162,6 +195,8 @@ def open_run(config: TrainConfig) -> RunState:
                 "or repeat the original arguments to resume it."
             )
         run_dir.recover(_log)
+    train_tasks = list(env.tasks("train"))  # a missing dataset stops here, before anything is written
+    test_tasks = list(env.tasks("test"))[: config.eval_tasks]
     run_dir.write_config({**config.to_json(), "data_source": env.data_source()})
     profile = env.profile
     sampling = {
@@ -176,8 +211,8 @@ def open_run(config: TrainConfig) -> RunState:
         config=config,
         env=env,
         run_dir=run_dir,
-        train_tasks=list(env.tasks("train")),
-        test_tasks=list(env.tasks("test"))[: config.eval_tasks],
+        train_tasks=train_tasks,
+        test_tasks=test_tasks,
         sampling=sampling,
     )
 
@@ -457,8 +492,20 @@ def write_report(
         )
         run_dir.report_md.write_text(summary)
         print(summary)
-    run_dir.report_json.write_text(json.dumps(report, indent=2))
+    strict_json.write(run_dir.report_json, report)  # undefined metrics (NaN) are written as null
     return report
+
+
+def _remove_failed_start(path: Path, *, fresh: bool) -> None:
+    """Remove the run directory a failed or interrupted start created (it holds no model yet).
+
+    A folder left by a refused start would block the corrected retry ("holds a run with different
+    settings"); a directory that existed before this invocation, or that already holds the warm-started
+    model, is kept.
+    """
+    if fresh and path.is_dir() and not RunDir(path).init_model.exists():
+        shutil.rmtree(path, ignore_errors=True)
+        _log(f"removed {path}: the run stopped before its warm-started model was saved")
 
 
 def run(config: TrainConfig) -> dict[str, Any]:
@@ -467,8 +514,14 @@ def run(config: TrainConfig) -> dict[str, Any]:
     from vpo_core.adapters.local.rundir import model_digest
 
     started = time.perf_counter()
-    state = open_run(config)
-    policy, run_id, first_step = build_policy(state)
+    config = preflight(config)
+    fresh = not config.run_dir.exists()
+    try:
+        state = open_run(config)
+        policy, run_id, first_step = build_policy(state)
+    except BaseException:
+        _remove_failed_start(config.run_dir, fresh=fresh)
+        raise
     if config.steps == 0:
         _log(f"steps=0: the warm-started model is in {state.run_dir.init_model} (run id {run_id}); no RL")
         return {"run_id": run_id, "seconds": time.perf_counter() - started, "timings": dict(state.timings)}
