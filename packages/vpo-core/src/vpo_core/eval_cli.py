@@ -143,13 +143,16 @@ def _read_done(path: Path, n_per_task: int) -> dict[str, list[dict[str, Any]]]:
 
 
 def _score(env: Any, task: Any, text: str, mode: str, m: int, d: int) -> tuple[list[dict[str, Any]], Any, str | None]:
-    """Parse once, score the candidates: (candidates as JSON, rewards (m, d), error or None)."""
-    try:
-        candidates = env.parse(task, text, mode=mode, m=m)
-        rewards = np.asarray(env.rewards(task, candidates), dtype=np.float64).reshape(m, -1)
-    except Exception as exc:  # one unscorable completion never stops an evaluation; it scores zero
-        return [], np.zeros((m, d)), f"{type(exc).__name__}: {exc}"
-    rows = [{"index": c.index, "text": c.text, "answer": _jsonable(c.answer), "error": c.error} for c in candidates]
+    """The env's one scoring step: (candidates as JSON, rewards (m, d), None).
+
+    Parsers are total and rewards are defined for every candidate (the env protocol), so an exception
+    here is a bug of the env and stops the evaluation rather than becoming a silent zero.
+    """
+    scored = env.score_completion(task, text, mode=mode, m=m)
+    rewards = np.asarray(scored.rewards, dtype=np.float64).reshape(m, -1)
+    rows = [
+        {"index": c.index, "text": c.text, "answer": _jsonable(c.answer), "error": c.error} for c in scored.candidates
+    ]
     return rows, rewards, None
 
 

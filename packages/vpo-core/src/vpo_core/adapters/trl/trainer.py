@@ -28,7 +28,6 @@ from trl import GRPOTrainer
 from vpo_core.advantages import compute_advantages
 from vpo_core.env import TextEnv
 from vpo_core.methods import get_method
-from vpo_core.multi_answer import dedupe_reward_rows
 
 __all__ = ["EnvScorer", "VPOGRPOTrainer"]
 
@@ -62,13 +61,8 @@ class EnvScorer:
         for completion, index in zip(completions, task_index, strict=True):
             task = self.tasks[int(index)]
             text = completion if isinstance(completion, str) else str(completion[-1]["content"])
-            candidates = self.env.parse(task, self.prefill + text, mode=self.mode, m=self.m)  # type: ignore[arg-type]
-            raw = np.asarray(self.env.rewards(task, candidates), dtype=np.float64)  # (m, d)
-            if self.mode == "multi":
-                keys = [self.env.dedup_key(task, c) for c in candidates]
-                train = dedupe_reward_rows(raw, None if all(k is None for k in keys) else keys)
-            else:
-                train = raw
+            scored = self.env.score_completion(task, self.prefill + text, mode=self.mode, m=self.m)  # type: ignore[arg-type]
+            raw, train = scored.rewards, scored.training_rewards  # (m, d) each
             self.raw.append(raw)
             self.train.append(train)
             self.task_ids.append(str(task.id))
