@@ -252,3 +252,7 @@ def test_arms_of_starts_and_steps_pair_vpo_with_each_baseline_at_the_same_start_
     assert summary["differences"]["random:vpo@30 - random:grpo@30"]["mean_w_star"]["low"] < 0.1
     for entry in summary["arms"].values():
         assert {"valid", "diversity_valid", "distinct_valid", "pareto_covered"} <= set(entry)
+    write_report(index)  # one best@k plot per start and evaluated step
+    assert sorted(p.name for p in tmp_path.glob("best_at_k*.png")) == [
+        f"best_at_k_{start}_step{step}.png" for start in ("direct", "random") for step in (10, 30)
+    ]

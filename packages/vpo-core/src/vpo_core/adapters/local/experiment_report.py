@@ -227,30 +227,20 @@ def plot(summary: dict[str, Any], root: Path, index: dict[str, Any]) -> list[Pat
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from vpo_core.adapters.local.plots import HIGHLIGHT, integer_k_axis, line_style, smooth
+    from vpo_core.adapters.local.plots import HIGHLIGHT, line_style, smooth
 
     written = []
-    fig, ax = plt.subplots(figsize=(7.5, 4.5))
-    max_k = 1
-    arms = [arm for arm in summary["curves"] if ":" not in arm]
-    for position, arm in enumerate(arms):
-        values = np.asarray(summary["curves"][arm])
-        ks = np.arange(1, len(values) + 1)
-        max_k = max(max_k, len(values))
-        style = line_style(arm, position)
-        ax.plot(ks, values[:, 0], "--" if arm.startswith("warm-") else "-", label=arm, **style)
-        if arm.split(" ", 1)[0] == HIGHLIGHT:
-            ax.fill_between(ks, values[:, 1], values[:, 2], color=style["color"], alpha=0.15, linewidth=0)
-    integer_k_axis(ax, max_k)
-    ax.set_xlabel("k (candidates)")
-    ax.set_ylabel("best@k (w*-score)")
-    ax.grid(alpha=0.3)
-    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8, frameon=False)
-    fig.tight_layout()
-    path = root / "best_at_k.png"
-    fig.savefig(path, dpi=120, bbox_inches="tight")
-    plt.close(fig)
-    written.append(path)
+    groups: dict[tuple[str, str], list[str]] = defaultdict(list)  # (start, step) -> arms
+    for arm in summary["curves"]:
+        prefix, _, step = _split_arm(arm)
+        if prefix != "ablation:":
+            groups[(prefix, step)].append(arm)
+    for (prefix, step), arms in groups.items():
+        if not step and any(s for p, s in groups if p == prefix):
+            continue  # the warm starts of a start with steps are drawn in each of its step plots
+        warm = [a for a in groups.get((prefix, ""), []) if step and _split_arm(a)[1].startswith("warm-")]
+        name = "best_at_k" + (f"_{prefix.rstrip(':')}" if prefix else "") + (f"_step{step[1:]}" if step else "")
+        written.append(_plot_curves(summary, [*warm, *arms], root / f"{name}.png", title=f"{prefix}{step}"))
 
     by_method: dict[str, list[list[float]]] = defaultdict(list)
     for run_dir in sorted((root / "runs").glob("*__*")):
@@ -270,9 +260,9 @@ def plot(summary: dict[str, Any], root: Path, index: dict[str, Any]) -> list[Pat
             window = max(1, length // 10)
             values = np.array([s[:length] for s in series])
             steps = np.arange(length)
-            style = line_style(method, position)
+            style = line_style(method.rpartition(":")[2], position)
             ax.plot(steps, smooth(list(values.mean(axis=0)), window), label=f"{method} ({len(series)} seeds)", **style)
-            if method == HIGHLIGHT:
+            if method.rpartition(":")[2] == HIGHLIGHT:
                 low = smooth(list(values.min(axis=0)), window)
                 high = smooth(list(values.max(axis=0)), window)
                 ax.fill_between(steps, low, high, color=style["color"], alpha=0.15, linewidth=0)
@@ -286,6 +276,36 @@ def plot(summary: dict[str, Any], root: Path, index: dict[str, Any]) -> list[Pat
         plt.close(fig)
         written.append(path)
     return written
+
+
+def _plot_curves(summary: dict[str, Any], arms: list[str], path: Path, *, title: str) -> Path:
+    """best@k vs k of `arms` in one figure (the method of interest bold with its band)."""
+    import matplotlib.pyplot as plt
+
+    from vpo_core.adapters.local.plots import HIGHLIGHT, integer_k_axis, line_style
+
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    max_k = 1
+    for position, arm in enumerate(arms):
+        values = np.asarray(summary["curves"][arm])
+        ks = np.arange(1, len(values) + 1)
+        max_k = max(max_k, len(values))
+        method = _split_arm(arm)[1]
+        style = line_style(method, position)
+        ax.plot(ks, values[:, 0], "--" if method.startswith("warm-") else "-", label=arm, **style)
+        if method.split(" ", 1)[0] == HIGHLIGHT:
+            ax.fill_between(ks, values[:, 1], values[:, 2], color=style["color"], alpha=0.15, linewidth=0)
+    integer_k_axis(ax, max_k)
+    ax.set_xlabel("k (candidates)")
+    ax.set_ylabel("best@k (w*-score)")
+    if title:
+        ax.set_title(title, fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8, frameon=False)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(fig)
+    return path
 
 
 def write_report(index_file: Path) -> Path:
