@@ -147,7 +147,7 @@ def test_response_only_gold():
     [
         (True, True, 1),
         ("false", False, 0),
-        (0, False, 1),  # bools by truth value; "false" is truthy
+        (0, False, 0),  # a boolean matches only the same boolean
         ("3.50", 3.5, 1),
         (3, 3.0, 1),
         ("three", 3, 0),
@@ -155,12 +155,15 @@ def test_response_only_gold():
         (["a", "B"], ["b", "a"], 1),
         ("a", ["a", "b"], 2 / 3),
         ([], [], 1),
-        ({"x": 1}, {"x": 2, "y": 3}, 2 / 3),
+        ({"x": 2}, {"x": 2, "y": 3}, 2 / 3),  # objects: 2·Σ value matches / (|pred| + |gold|)
+        ({"x": 1}, {"x": 2, "y": 3}, 0),
         ("x", {"x": 1}, 0),
         ("the Main Library", "main library", 1),
         ("main hall", "main library", 0.5),
         (1, "1", 1),
-        (None, "none", 1),
+        (None, "none", 0),
+        (None, None, 1),
+        (35, "3.5", 0),
     ],
 )
 def test_value_match_rules(predicted, gold, expected):

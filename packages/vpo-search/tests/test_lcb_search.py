@@ -79,7 +79,7 @@ def test_evaluation_feedback_shows_the_first_failing_public_test_and_no_hidden_o
     partial = evaluate(env, task, "print(3)")  # passes the public example only
     np.testing.assert_array_equal(partial.rewards, [1.0, 0.0, 0.0])
     assert partial.score == pytest.approx(1 / 3)
-    assert "Every public test passes; the failing tests are hidden" in partial.feedback
+    assert "Every public test passes." in partial.feedback
     crash = evaluate(env, task, "import sys\nprint(sys.stdin.read(), file=sys.stderr)\nraise SystemExit(3)")
     assert crash.verdicts == ("re", "re", "re")
     assert "First failing public test (test 0): runtime error" in crash.feedback
@@ -113,3 +113,54 @@ def test_evaluate_checks_what_the_env_returns(env):
 
     with pytest.raises(TypeError, match="rewards must be 3 finite numbers"):
         evaluate(Broken(data_dir=DATA, source="lcb_lite"), task, "print(1)")
+
+
+# ------------------------------------------------------------------- issue 22: no hidden-test oracle
+LOOKUP = "s = input()\nprint(777777 if s.strip() == '123456 654321' else 3)\n"  # learnt the hidden answer
+
+
+def test_feedback_and_search_score_are_the_same_whatever_the_hidden_tests_say(env):
+    # A lookup table that learnt one hidden answer is indistinguishable, to the search, from a program
+    # that passes only the public example: the search sees public tests only.
+    task = env.tasks("test")[0]
+    partial = evaluate(env, task, "print(3)")
+    lookup = evaluate(env, task, LOOKUP)
+    assert lookup.rewards.tolist() == [1.0, 1.0, 0.0]  # the hidden test is passed and recorded...
+    assert partial.rewards.tolist() == [1.0, 0.0, 0.0]
+    assert lookup.feedback == partial.feedback  # ...but nothing the model sees says so
+    assert lookup.search_score == partial.search_score == 1.0
+    assert lookup.search_success
+    assert partial.search_success
+    assert lookup.score == pytest.approx(2 / 3)  # the full score is measured (it scores the final answer)
+    assert "Verdict per test" not in lookup.feedback
+    assert "2 hidden" in lookup.feedback
+
+
+def test_hidden_test_feedback_is_an_opt_in(env):
+    task = env.tasks("test")[0]
+    lookup = evaluate(env, task, LOOKUP, hidden_feedback=True)
+    partial = evaluate(env, task, "print(3)", hidden_feedback=True)
+    assert "Verdict per test, in order: ok ok wa" in lookup.feedback
+    assert lookup.feedback != partial.feedback
+    assert lookup.search_score == lookup.score == pytest.approx(2 / 3)
+    assert HIDDEN_IN not in lookup.feedback
+    assert HIDDEN_OUT not in lookup.feedback
+
+
+def test_a_problem_without_public_tests_shows_no_result():
+    from env_lcb._search import program_feedback
+    from env_lcb.sandbox import GradeResult
+
+    problem = _problem("Print a+b.", (("1 2\n", "3\n"), ("5 5\n", "10\n")))
+    result = GradeResult(
+        verdicts=["ok", "wa"],
+        passed=np.array([True, False]),
+        cpu_s=np.zeros(2),
+        wall_s=np.zeros(2),
+        isolation="bubblewrap",
+        stderr=["", ""],
+    )
+    text = program_feedback(problem, result)
+    assert "1/2" not in text
+    assert "wrong answer" not in text.split("(")[0]
+    assert "no test result can be shown" in text

@@ -85,9 +85,11 @@ def test_search_finds_the_solution_with_feedback_and_exact_bookkeeping(
     assert "## Program to improve" in first
     assert "# YOUR CODE HERE" in first
     assert "First failing public test (test 0): wrong answer\nInput:\n1 2\nExpected output:\n3" in first
-    assert "Verdict per test, in order: wa wa wa" in first
+    assert "Verdict per public test: test 0: wa" in first
+    assert "2 hidden tests score the final answer only; their results are not shown." in first
     for prompt in prompts:
         assert not any(hidden in prompt for hidden in HIDDEN)
+        assert "Verdict per test" not in prompt
     summary = problem_summary(root)
     assert summary["pass_at_k"] == [0.0, 1.0]
     assert summary["best_at_k"] == [pytest.approx(1 / 3), 1.0]
@@ -101,6 +103,36 @@ def test_search_finds_the_solution_with_feedback_and_exact_bookkeeping(
     # the re-run of a solved search makes no call
     assert search_problem(env, task, _options(server, tmp_path, "iterations=4"), tmp_path).reason == "solved"
     assert len(server.requests) == 2
+
+
+LOOKUP = "s = input()\nprint(777777 if s.strip() == '123456 654321' else 3)\n"  # learnt a hidden answer
+
+
+def test_the_search_sees_public_tests_only_and_hidden_feedback_is_an_opt_in(
+    env, tmp_path, openai_server, no_proxy, chain_of
+):
+    # issue 22: every hidden verdict used to be shown, and the score OpenEvolve selects on and shows was the
+    # pass rate over all tests: a lookup table could learn hidden answers across iterations.
+    script = Script(chain_of(PARTIAL, LOOKUP, WRONG))
+    server = openai_server(script, model="test-model")
+    task = env.tasks("test")[0]
+    public_root, all_root = tmp_path / "public", tmp_path / "all"
+    search_problem(env, task, _options(server, public_root, "iterations=3", "num_top_programs=3"), public_root)
+    search_problem(env, task, _options(server, all_root, "iterations=3", "feedback=all"), all_root)
+    for root, shown in ((public_root, False), (all_root, True)):
+        prompts = _user_prompts(problem_dir(root, "vpo", task.id))
+        assert len(prompts) == 3
+        later = "\n".join(prompts[1:])
+        assert ("Verdict per test, in order: ok ok wa" in later) is shown  # the lookup's hidden pass
+        assert ("0.6667" in later) is shown  # the lookup's full pass rate as a score
+        assert ("0.3333" in later) is shown
+        for prompt in prompts:  # the lookup program itself quotes the first hidden test
+            assert not any(hidden in prompt for hidden in HIDDEN[2:])
+    evals = Ledger(problem_dir(public_root, "vpo", task.id)).evaluations()
+    lookup = next(r for r in evals.values() if r["rewards"] == [1.0, 1.0, 0.0])
+    assert (lookup["score"], lookup["search_score"]) == (pytest.approx(2 / 3), 1.0)  # measured, not shown
+    with pytest.raises(SearchError, match="other settings"):  # a run is continued with the feedback it had
+        search_problem(env, task, _options(server, public_root, "iterations=4", "feedback=all"), public_root)
 
 
 def test_resume_continues_the_search(env, tmp_path, openai_server, no_proxy, chain_of):
@@ -261,7 +293,9 @@ def test_openevolve_config(tmp_path):
     assert config.database.max_snapshot_artifacts is None  # every parent's feedback reaches the prompt
     assert not config.prompt.artifact_security_filter  # test inputs are not redacted
     assert config.max_tasks_per_child is not None  # spawned workers, not forked ones
-    assert (config.early_stopping_patience, config.early_stopping_metric) == (-1, "success")
+    # no early stopping on a metric: OpenEvolve's metrics are public-test scores; the engine stops a
+    # solved search from the ledger's full evaluations
+    assert config.early_stopping_patience is None
     assert (config.max_iterations, config.checkpoint_interval) == (21, 6)  # OpenEvolve iterations: m per call
     (model,) = config.llm.models
     assert (model.name, model.api_base, model.temperature, model.top_p) == ("m", "http://127.0.0.1:1/v1", 0.8, 1.0)

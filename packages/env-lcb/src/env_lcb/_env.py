@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import os
 from collections.abc import Hashable, Sequence
 from typing import Any
@@ -11,6 +10,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from env_lcb._data import DEFAULT_REVISION, HUB_ID, Problem, data_source, load_problems
+from env_lcb._dedup import program_key
 from env_lcb._parse import extract_code, parse_programs
 from env_lcb._profile import PROFILE
 from env_lcb._reward import pass_vectors
@@ -148,13 +148,11 @@ class LcbEnv(LcbSearchMixin, TextEnv[Problem, str]):
         return parse_programs(completion, mode, m)
 
     def dedup_key(self, task: Task[Problem], candidate: Candidate[str]) -> Hashable | None:
-        """``ast.dump`` of the program (unparseable code: its whitespace-collapsed lower-case text)."""
-        if not candidate.answer:
-            return None
-        try:
-            return ast.dump(ast.parse(candidate.answer))
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return " ".join(candidate.answer.lower().split())
+        """The normalised program; an empty answer is dropped.
+
+        `program_key`: the syntax tree without comments, layout, docstrings, bare constants or ``pass``.
+        """
+        return program_key(candidate.answer) if candidate.answer else None
 
     def reward(self, task: Task[Problem], candidate: Candidate[str]) -> NDArray[np.float64]:
         """Per-test pass indicators, shape (d,)."""

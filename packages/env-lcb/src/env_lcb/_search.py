@@ -1,10 +1,11 @@
 """Program search hooks of `LcbEnv`: evaluate one program with per-test verdicts and model-facing feedback.
 
-Used by test-time search (``vpo-search``): the pass rate is the score, the per-test verdicts and the
-first failing *public* test are what the model is shown. A test is public when it is one of the
-statement's worked examples (its input and, right after it, its expected output appear in the problem
-text); every other test is hidden, and of a hidden test only its verdict is ever shown, never its input
-or expected output.
+Used by test-time search (``vpo-search``). A test is public when it is one of the statement's worked
+examples (its input and, right after it, its expected output appear in the problem text); every other
+test is hidden. By default the model is shown the public tests only: their verdicts and the first
+failing one in full; hidden tests score the final answer and nothing about them reaches the search
+(not even a count of passes, which would let a program learn hidden answers across iterations). With
+``hidden_feedback`` every test's verdict is shown as well (never a hidden test's input or output).
 """
 
 from __future__ import annotations
@@ -114,28 +115,46 @@ def _clip(text: str) -> str:
     )
 
 
-def program_feedback(problem: Problem, result: GradeResult) -> str:
+def program_feedback(problem: Problem, result: GradeResult, *, hidden_feedback: bool = False) -> str:
     """What the model is shown about one graded program.
 
-    The pass count, every test's verdict (in test order), and the input, expected output and error
-    output of the first failing public test. Hidden tests contribute their verdict only.
+    By default: the public tests' pass count and verdicts (with their test numbers), and the input,
+    expected output and error output of the first failing public test; of the hidden tests only how
+    many there are. With `hidden_feedback`: the pass count over all tests and every test's verdict, in
+    order, too (the hidden tests' inputs and outputs are still never shown).
 
     Args:
         problem: The problem.
         result: The program's grade on `problem.tests`.
+        hidden_feedback: Show the hidden tests' verdicts.
 
     Returns:
         Plain text.
     """
     verdicts = result.verdicts
-    public = set(public_tests(problem))
-    lines = [
-        f"Tests passed: {sum(v == 'ok' for v in verdicts)}/{len(verdicts)} "
-        f"({len(public)} public: the statement's examples; {len(verdicts) - len(public)} hidden).",
-        "Verdict per test, in order: " + " ".join(verdicts),
-        "(" + ", ".join(f"{code} = {name}" for code, name in VERDICT_NAMES.items()) + ")",
-    ]
-    failing = [i for i in sorted(public) if verdicts[i] != "ok"]
+    public = sorted(public_tests(problem))
+    hidden = len(verdicts) - len(public)
+    legend = "(" + ", ".join(f"{code} = {name}" for code, name in VERDICT_NAMES.items()) + ")"
+    if hidden_feedback:
+        lines = [
+            f"Tests passed: {sum(v == 'ok' for v in verdicts)}/{len(verdicts)} "
+            f"({len(public)} public: the statement's examples; {hidden} hidden).",
+            "Verdict per test, in order: " + " ".join(verdicts),
+            legend,
+        ]
+    elif public:
+        lines = [
+            f"Public tests passed: {sum(verdicts[i] == 'ok' for i in public)}/{len(public)} (the statement's "
+            f"examples). {hidden} hidden tests score the final answer only; their results are not shown.",
+            "Verdict per public test: " + " ".join(f"test {i}: {verdicts[i]}" for i in public),
+            legend,
+        ]
+    else:
+        return (
+            f"No test is one of the statement's examples, so no test result can be shown; the {hidden} hidden "
+            "tests score the final answer only."
+        )
+    failing = [i for i in public if verdicts[i] != "ok"]
     if failing:
         i = failing[0]
         test_in, test_out = problem.tests[i]
@@ -150,9 +169,11 @@ def program_feedback(problem: Problem, result: GradeResult) -> str:
         stderr = result.stderr[i].strip() if i < len(result.stderr) else ""
         if stderr:
             lines += ["Error output (end):", stderr[-_SHOW_CHARS:]]
-    elif any(v != "ok" for v in verdicts):
+    elif hidden_feedback and any(v != "ok" for v in verdicts):
         which = "Every public test passes; the" if public else "No test is one of the statement's examples; the"
         lines += ["", f"{which} failing tests are hidden (only their verdicts are shown)."]
+    elif public:
+        lines += ["", "Every public test passes."]
     return "\n".join(lines)
 
 
@@ -173,12 +194,19 @@ class LcbSearchMixin:
         """The seed program of a search: the starter code with an empty body, or a stdin skeleton."""
         return initial_program(task.payload)
 
-    def evaluate_program(self, task: Task[Problem], program: str) -> tuple[NDArray[np.float64], list[str], str]:
+    def public_dimensions(self, task: Task[Problem]) -> list[int]:
+        """The tests a search may show and select on: the statement's examples (`public_tests`)."""
+        return public_tests(task.payload)
+
+    def evaluate_program(
+        self, task: Task[Problem], program: str, *, hidden_feedback: bool = False
+    ) -> tuple[NDArray[np.float64], list[str], str]:
         """Grade one program on every test of the task in the sandbox.
 
         Args:
             task: The task.
             program: Python source.
+            hidden_feedback: Show the hidden tests' verdicts in the feedback (default: public tests only).
 
         Returns:
             Per-test pass indicators, shape (d,); the d verdicts (``ok``, ``wa``, ``tle``, ``mle``,
@@ -190,4 +218,5 @@ class LcbSearchMixin:
         problem = task.payload
         tests = [{"input": i, "output": o} for i, o in problem.tests]
         result = self.sandbox.grade(program, tests, fn_name=problem.fn_name, time_limit_s=self.config["time_limit_s"])
-        return result.passed.astype(np.float64), list(result.verdicts), program_feedback(problem, result)
+        feedback = program_feedback(problem, result, hidden_feedback=hidden_feedback)
+        return result.passed.astype(np.float64), list(result.verdicts), feedback

@@ -16,7 +16,7 @@ from env_maze._maze import Maze
 from env_maze._parse import extract_answer, parse_moves, split_routes
 from env_maze._profile import PROFILE
 from env_maze._prompts import multi_prompt, single_prompt
-from env_maze._reward import score_routes
+from env_maze._reward import score_routes, scored_walk
 from env_maze._solver import route_text, solve
 from vpo_core import Candidate, Message, Mode, RewardSpec, Task, TextEnv
 from vpo_core.multi_answer import render_numbered
@@ -117,8 +117,12 @@ class MazeEnv(TextEnv[Maze, Route]):
         return out
 
     def dedup_key(self, task: Task[Maze], candidate: Candidate[Route]) -> Hashable | None:
-        """The move sequence; empty routes are dropped."""
-        return candidate.answer or None
+        """The route as scored (`scored_walk`: the cells entered up to E); empty routes are dropped.
+
+        Moves after E, beyond the step budget or into walls change neither the walk nor the reward, so
+        a route with such moves appended or inserted is a copy, not a new route.
+        """
+        return scored_walk(task.payload, candidate.answer) if candidate.answer else None
 
     # ------------------------------------------------------------------------------- rewards
     def reward(self, task: Task[Maze], candidate: Candidate[Route]) -> NDArray[np.float64]:

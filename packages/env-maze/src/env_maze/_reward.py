@@ -15,7 +15,7 @@ from numpy.typing import NDArray
 
 from env_maze._maze import MOVE_DELTAS, WALL, Maze
 
-__all__ = ["score_routes", "simulate_reference"]
+__all__ = ["score_routes", "scored_walk", "simulate_reference"]
 
 _NO_MOVE = 4  # padding code: the walker stays and the step is not taken
 
@@ -48,6 +48,34 @@ def score_routes(maze: Maze, routes: Sequence[Sequence[int]]) -> NDArray[np.floa
         reached |= position == maze.end
         collected |= np.where(reached, 0, bits[position])
     return maze.reward_from_masks(collected, reached)
+
+
+def scored_walk(maze: Maze, route: Sequence[int]) -> tuple[int, ...]:
+    """What the reward of a route depends on: the cells it enters, in order, up to E.
+
+    The first `budget` moves are simulated; a move that leaves the walker in place (into a wall or off
+    the grid) enters no cell, and the walk ends on the first arrival at E. Routes with the same walk
+    score the same: they differ only by moves after E, beyond the budget, or into walls, and so are
+    copies of one route (the maze's de-duplication key). A walk that does not end on E scores zero.
+
+    Args:
+        maze: The maze.
+        route: Move codes.
+
+    Returns:
+        The flat indices of the cells entered, shape (n_cells,), the last one E if the route reaches it.
+    """
+    table = maze.next_cell
+    position, walk = maze.start, []
+    for move in list(route)[: maze.budget]:
+        following = int(table[position, move])
+        if following == position:
+            continue
+        position = following
+        walk.append(position)
+        if position == maze.end:
+            break
+    return tuple(walk)
 
 
 def simulate_reference(maze: Maze, route: Sequence[int]) -> NDArray[np.float64]:

@@ -55,6 +55,12 @@ def gold_calls(ground_truth: str) -> tuple[ToolCall, ...]:
     return parse_reply(ground_truth).calls
 
 
+@lru_cache(maxsize=8192)
+def gold_responds(ground_truth: str) -> bool:
+    """Whether the gold reply has a ``<response>`` block (the format check asks for one then)."""
+    return parse_reply(ground_truth).response is not None
+
+
 class ToolRLEnv(TextEnv[ToolTask, str]):
     """Answer a multi-turn tool-use dialogue with ``<think>``, ``<tool_call>`` and ``<response>``.
 
@@ -119,7 +125,8 @@ class ToolRLEnv(TextEnv[ToolTask, str]):
         """(format, tool_name, arg_key, arg_value) of one reply, shape (4,)."""
         if candidate.answer is None:
             return np.zeros(4)
-        return score_reply(candidate.answer, gold_calls(task.payload.ground_truth))
+        gold = task.payload.ground_truth
+        return score_reply(candidate.answer, gold_calls(gold), gold_response=gold_responds(gold))
 
     def rewards(self, task: Task[ToolTask], candidates: Sequence[Candidate[str]]) -> NDArray[np.float64]:
         """Rewards of several replies, shape (k, 4)."""

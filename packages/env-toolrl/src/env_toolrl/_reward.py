@@ -1,28 +1,30 @@
 """The 4-dimensional ToolRL reward of the VPO paper: format, tool_name, arg_key, arg_value.
 
-* ``format`` is 1 iff the reply has a ``<think>`` block and, when the gold calls tools, a
-  ``<tool_call>`` block with at least one parsed call (when the gold calls none, no non-empty
-  ``<tool_call>`` body).
+* ``format`` is 1 iff the reply is well formed for the gold's structure (`well_formed`): exactly a
+  ``<think>`` block, then the ``<tool_call>`` block (of well-formed calls only) if the gold calls
+  tools, then the ``<response>`` block if the gold responds; whitespace between, nothing else.
+* Calls are read from the first ``<tool_call>`` block outside the ``<think>`` block.
 * ``tool_name`` is the multiset F1 of normalised tool names.
 * Predicted calls are aligned greedily to the gold calls in order: each gold call takes the unused
   prediction maximising 100·[same normalised name] + |shared keys| (first maximum wins); leftovers
   on either side pair with nothing.
 * ``arg_key`` is the mean over pairs of the key-set F1 (0 for an unpaired call).
-* ``arg_value`` is the mean over pairs of the fraction of gold keys whose value the prediction
-  matches (1 when the gold call has no parameters; 0 for an unpaired call).
+* ``arg_value`` is the mean over pairs of the summed `value_match` of the gold keys present in the
+  prediction, divided by the number of gold keys (1 when the gold call has no parameters; 0 for an
+  unpaired call).
 * A reply and a gold that both call no tool get 1 on the last three dimensions. An empty reply
   scores all zeros (the paper), and so does one without any parseable structure.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from env_toolrl._parse import ToolCall, parse_reply
+from env_toolrl._parse import ToolCall, parse_reply, well_formed
 from vpo_core.text import multiset_f1, normalize, set_f1, token_f1
 
 __all__ = ["align_calls", "score_reply", "value_match"]
@@ -31,10 +33,18 @@ __all__ = ["align_calls", "score_reply", "value_match"]
 def value_match(predicted: Any, gold: Any) -> float:
     """How well one argument value matches the gold value, in [0, 1].
 
-    Booleans compare by truth value (the string "false" is truthy); numbers numerically (1e-9);
-    lists by the multiset F1 of normalised elements (a scalar prediction counts as a one-element
-    list); objects by key-set F1; strings by token F1 (a non-string prediction by normalised
-    equality, so ``"1"`` and ``1`` match).
+    The paper's arg_value is the token-level F1 of the values; it is applied by type, and a value of
+    one type never matches a value of another (upstream ToolRL compares with type-sensitive ``==``):
+
+    * text: token F1 of the normalised strings; a number written as text matches numerically, and a
+      number predicted for a text gold matches its normalised text (``"1"`` ≡ ``1``);
+    * numbers: equal within 1e-9 (a prediction in text is read as a number);
+    * booleans: only a boolean of the same value (``1``, ``"true"``, ``"yes"`` match nothing);
+    * ``null``: only ``null``;
+    * lists: multiset F1 of the elements, each compared exactly by type (a scalar prediction counts
+      as a one-element list);
+    * objects: an F1 over keys weighted by the values, ``2·Σ_shared value_match / (|pred| + |gold|)``
+      (1 when both are empty), so right keys with wrong values score 0.
     """
     try:
         return _value_match(predicted, gold)
@@ -50,24 +60,63 @@ def _close(a: float, b: float) -> bool:
         return False
 
 
-def _value_match(predicted: Any, gold: Any) -> float:
-    if isinstance(gold, bool) or isinstance(predicted, bool):
-        return float(bool(gold) == bool(predicted))
-    if isinstance(gold, int | float):
-        if isinstance(predicted, int | float):
-            return float(_close(predicted, gold))
+def _is_number(x: Any) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool)
+
+
+def _as_number(x: Any) -> int | float | None:
+    """A number, or text that reads as one (``"3.50"``); None otherwise."""
+    if _is_number(x):
+        return x
+    if isinstance(x, str):
         try:
-            return float(_close(float(str(predicted)), float(gold)))
+            return float(x)
         except (ValueError, OverflowError):
-            return float(normalize(predicted) == normalize(gold))
+            return None
+    return None
+
+
+def _atom(x: Any) -> Hashable:
+    """A hashable key under which two values are equal iff they match exactly, by type."""
+    if isinstance(x, bool) or x is None:
+        return ("const", x)
+    number = _as_number(x)
+    if number is not None:
+        try:
+            return ("num", float(number))
+        except OverflowError:
+            return ("num", number)
+    if isinstance(x, str):
+        return ("text", normalize(x))
+    if isinstance(x, list | tuple):
+        return ("list", tuple(_atom(v) for v in x))
+    if isinstance(x, dict):
+        return ("dict", tuple(sorted(((str(k), _atom(v)) for k, v in x.items()), key=lambda kv: kv[0])))
+    return ("other", normalize(x))
+
+
+def _value_match(predicted: Any, gold: Any) -> float:
+    if isinstance(gold, bool) or isinstance(predicted, bool) or gold is None or predicted is None:
+        return float(type(gold) is type(predicted) and gold == predicted)
+    if _is_number(gold):
+        number = _as_number(predicted)
+        return float(number is not None and _close(number, gold))
     if isinstance(gold, list):
         items = predicted if isinstance(predicted, list) else [predicted]
-        return multiset_f1([normalize(x) for x in items], [normalize(x) for x in gold])
+        return multiset_f1([_atom(x) for x in items], [_atom(x) for x in gold])
     if isinstance(gold, dict):
-        return set_f1(predicted.keys(), gold.keys()) if isinstance(predicted, dict) else 0.0
-    if isinstance(gold, str) and isinstance(predicted, str):
-        return token_f1(predicted, gold)
-    return float(normalize(predicted) == normalize(gold))
+        if not isinstance(predicted, dict):
+            return 0.0
+        if not predicted and not gold:
+            return 1.0
+        shared = sum(_value_match(predicted[k], v) for k, v in gold.items() if k in predicted)
+        return 2 * shared / (len(predicted) + len(gold))
+    if isinstance(gold, str):
+        if isinstance(predicted, str):
+            return token_f1(predicted, gold)
+        number = _as_number(gold) if _is_number(predicted) else None
+        return float(number is not None and _close(predicted, number))
+    return float(_atom(predicted) == _atom(gold))
 
 
 def align_calls(
@@ -95,12 +144,14 @@ def align_calls(
     return pairs
 
 
-def score_reply(text: str, gold: Sequence[ToolCall]) -> NDArray[np.float64]:
+def score_reply(text: str, gold: Sequence[ToolCall], *, gold_response: bool | None = None) -> NDArray[np.float64]:
     """The reward of one reply against the gold calls.
 
     Args:
         text: The reply (a single completion, or one ``<response_i>`` body).
         gold: The gold calls (empty for a response-only gold).
+        gold_response: Whether the gold has a ``<response>`` block (default: iff it calls no tool, as
+            in every rlla_4k row).
 
     Returns:
         (format, tool_name, arg_key, arg_value), shape (4,).
@@ -110,10 +161,7 @@ def score_reply(text: str, gold: Sequence[ToolCall]) -> NDArray[np.float64]:
     reply = parse_reply(text)
     if not (reply.has_think or reply.has_tool_call or reply.response is not None):
         return np.zeros(4)
-    if gold:
-        fmt = float(reply.has_think and reply.has_tool_call and len(reply.calls) > 0)
-    else:
-        fmt = float(reply.has_think and not reply.tool_call_body)
+    fmt = float(well_formed(text, tool_call=bool(gold), response=not gold if gold_response is None else gold_response))
     predicted = reply.calls
     if not predicted and not gold:
         return np.array([fmt, 1.0, 1.0, 1.0])

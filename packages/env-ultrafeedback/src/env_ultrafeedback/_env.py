@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import unicodedata
 from collections.abc import Hashable, Sequence
 from dataclasses import replace
 from typing import Any
@@ -36,6 +37,23 @@ SPEC = RewardSpec(
 )
 """ArmoRM's five UltraFeedback objectives; w* = the "overall" dimension (paper appendix: "the ArmoRM
 'overall' dim for UltraFeedback" is the GRPO scalar)."""
+
+
+def reply_key(text: str) -> str:
+    """The de-duplication key of a reply: its text up to what does not make another reply.
+
+    NFKC-normalised (full-width and compatibility forms), case-folded, invisible format characters
+    (zero-width spaces and joiners, Unicode category Cf) removed, whitespace collapsed, and trailing
+    punctuation removed. Words and symbols inside the text are kept: ``a + b`` and ``a - b`` differ.
+    """
+    text = unicodedata.normalize("NFKC", text).casefold()
+    text = "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
+    text = " ".join(text.split())
+    end = len(text)
+    while end and (text[end - 1].isspace() or unicodedata.category(text[end - 1]).startswith("P")):
+        end -= 1
+    return text[:end]
+
 
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL)
 
@@ -138,8 +156,8 @@ class UltrafeedbackEnv(TextEnv[Prompt, str]):
         return [c if c.answer is None else replace(c, answer=c.answer.strip()) for c in candidates]
 
     def dedup_key(self, task: Task[Prompt], candidate: Candidate[str]) -> Hashable | None:
-        """Replies equal up to case and whitespace are duplicates (reward-model scores are continuous)."""
-        return None if candidate.answer is None else " ".join(candidate.answer.lower().split())
+        """The normalised reply (`reply_key`); reward-model scores are continuous, so equal vectors would miss copies."""
+        return None if candidate.answer is None else reply_key(candidate.answer)
 
     # -------------------------------------------------------------------------------- reward
     @property

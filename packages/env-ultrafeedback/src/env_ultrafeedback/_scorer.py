@@ -117,6 +117,10 @@ def _remote_code_compat() -> None:
         setattr(modeling_llama, "LLAMA_INPUTS_DOCSTRING", "")  # noqa: B010 - a name mypy does not know
 
 
+_USER_SENTINEL, _REPLY_SENTINEL = "\ue000vpo-user\ue000", "\ue001vpo-reply\ue001"
+"""Placeholders (private-use characters) that locate each message in the rendered chat template."""
+
+
 def _valid_utf8(text: str) -> str:
     """`text` with lone surrogates (which tokenizers refuse) replaced by U+FFFD-like placeholders."""
     return text.encode("utf-8", "replace").decode("utf-8")
@@ -237,15 +241,50 @@ class ArmoRMScorer:
                 return int(candidate)
         raise ValueError(f"the tokenizer of {self.model_name} has neither a pad nor an eos token.")
 
-    def _encode(self, prompt: str, response: str) -> list[int]:
-        prompt, response = _valid_utf8(prompt), _valid_utf8(response)
+    def _render(self, prompt: str, response: str) -> str:
         messages = [{"role": "user", "content": prompt}, {"role": "assistant", "content": response}]
-        ids = self.tokenizer.apply_chat_template(messages, tokenize=True, return_dict=False)
-        if hasattr(ids, "tolist"):
-            ids = ids.tolist()
-        if ids and isinstance(ids[0], list):
-            ids = ids[0]
-        return list(ids)[: self.max_length]
+        return str(self.tokenizer.apply_chat_template(messages, tokenize=False))
+
+    def _template_parts(self, prompt: str, response: str) -> list[tuple[str, bool]]:
+        """The rendered conversation as (text, is_message_content) pieces, in order.
+
+        The template is rendered with a sentinel in place of each message, which gives its own text
+        around the two messages; each message's rendered form is what the template makes of it (a
+        template may trim it) between those pieces. Raises ValueError for a template whose text around
+        a message depends on the message.
+        """
+        skeleton = self._render(_USER_SENTINEL, _REPLY_SENTINEL)
+        if skeleton.count(_USER_SENTINEL) != 1 or skeleton.count(_REPLY_SENTINEL) != 1:
+            raise ValueError(f"the chat template of {self.model_name} does not render each message once.")
+        head, rest = skeleton.split(_USER_SENTINEL)
+        middle, tail = rest.split(_REPLY_SENTINEL)
+        with_prompt, with_response = self._render(prompt, _REPLY_SENTINEL), self._render(_USER_SENTINEL, response)
+        after_prompt, before_response = middle + _REPLY_SENTINEL + tail, head + _USER_SENTINEL + middle
+        if not (
+            with_prompt.startswith(head)
+            and with_prompt.endswith(after_prompt)
+            and with_response.startswith(before_response)
+            and with_response.endswith(tail)
+        ):
+            raise ValueError(f"the chat template of {self.model_name} changes its own text with the messages.")
+        rendered_prompt = with_prompt[len(head) : len(with_prompt) - len(after_prompt)]
+        rendered_response = with_response[len(before_response) : len(with_response) - len(tail)]
+        return [(head, False), (rendered_prompt, True), (middle, False), (rendered_response, True), (tail, False)]
+
+    def _encode(self, prompt: str, response: str) -> list[int]:
+        """Token ids of the conversation: the template's own text with its special tokens, the messages as text.
+
+        A special-token string inside the prompt or the reply (a pad token, an end-of-turn or a role
+        header) is tokenised as ordinary text, so it can neither hide the rest of the reply from the
+        reward model (ArmoRM reads up to the first pad id) nor forge chat turns.
+        """
+        prompt, response = _valid_utf8(prompt), _valid_utf8(response)
+        ids: list[int] = []
+        for text, is_content in self._template_parts(prompt, response):
+            if text:
+                encoded = self.tokenizer(text, add_special_tokens=False, split_special_tokens=is_content)
+                ids.extend(int(i) for i in encoded["input_ids"])
+        return ids[: self.max_length]
 
     def _forward(self, rows: list[list[int]]) -> NDArray[np.float64]:
         torch = self._torch

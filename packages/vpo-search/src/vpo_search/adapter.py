@@ -50,8 +50,10 @@ class AnswerSearch:
         text = candidate.text.strip()
         return text or None
 
-    def evaluate_program(self, task: Task[Any], program: str) -> tuple[NDArray[np.float64], list[str], str]:
-        """Score one answer text with the env's single-answer parser and reward.
+    def evaluate_program(
+        self, task: Task[Any], program: str, *, hidden_feedback: bool = False
+    ) -> tuple[NDArray[np.float64], list[str], str]:
+        """Score one answer text with the env's single-answer parser and reward (every dimension is public).
 
         Returns:
             The rewards, shape (d,); ``name=value`` per dimension; the feedback (each dimension's value

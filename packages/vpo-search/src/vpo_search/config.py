@@ -25,6 +25,11 @@ class SearchConfig:
     Model: one arm per run, the checkpoint behind an OpenAI-compatible endpoint (``base_url``, ``model``,
     ``api_key``); ``mode=multi`` asks for m candidates in the env's multi-answer format in one completion,
     ``mode=single`` makes m single-answer requests per iteration.
+
+    Feedback: ``feedback=public`` (default) shows the model, and lets the search select on, the env's
+    public dimensions only (LiveCodeBench: the statement's examples); hidden tests score the final
+    answer. ``feedback=all`` also shows every hidden test's verdict and selects on the full pass rate
+    (the paper's "test feedback", whose scope the paper does not state; an opt-in, see the README).
     """
 
     env: str = "lcb-v1"
@@ -52,6 +57,7 @@ class SearchConfig:
     iterations: int = 200  # search iterations = model calls per problem; m candidates each
     budget_s: float | None = None  # wall-clock seconds per problem and arm (None: no limit)
     stop_when_solved: bool = True
+    feedback: str = "public"  # public | all: which tests' results the search shows and selects on
     seed: int = 0
     num_islands: int = 5
     population_size: int = 1000
@@ -71,6 +77,8 @@ class SearchConfig:
         """
         if self.mode not in ("single", "multi"):
             raise ValueError(f"mode must be single or multi, got {self.mode!r}.")
+        if self.feedback not in ("public", "all"):
+            raise ValueError(f"feedback must be public or all, got {self.feedback!r}.")
         if self.m < 1 or (self.mode == "multi" and self.m < 2):
             raise ValueError(f"m must be >= 1 (>= 2 with mode=multi), got {self.m}.")
         for name in ("iterations", "hardest_k", "num_islands", "population_size", "workers", "checkpoint_every"):

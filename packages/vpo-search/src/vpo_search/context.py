@@ -30,6 +30,7 @@ class SearchContext:
         seed: Seed of the model's sampling (one request seed per call is derived from it).
         max_consecutive_errors: Failed model calls in a row after which the search stops.
         arm: The arm's label.
+        feedback: ``"public"`` (the search sees the env's public dimensions only) or ``"all"``.
     """
 
     env: SearchableEnv
@@ -40,6 +41,7 @@ class SearchContext:
     seed: int
     max_consecutive_errors: int
     arm: str
+    feedback: str = "public"
 
     def save(self, root: Path) -> None:
         """Write the context to ``root/context.pkl`` (atomically).

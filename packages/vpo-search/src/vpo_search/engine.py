@@ -38,7 +38,8 @@ __all__ = ["RunStatus", "SearchError", "build_openevolve_config", "problem_dir",
 
 logger = logging.getLogger(__name__)
 
-_IDENTITY = ("env", "split", "arm", "model", "mode", "m", "seed", "task")
+_IDENTITY = ("env", "split", "arm", "model", "mode", "m", "seed", "task", "feedback")
+_BEFORE_OPTION = {"feedback": "all"}  # what a state directory written before an option existed ran with
 _EVOLUTION = """
 
 # Search so far
@@ -109,8 +110,10 @@ def build_openevolve_config(options: SearchConfig, root: Path, system_message: s
     """OpenEvolve's `Config` for one run.
 
     Full rewrites (the env's format asks for whole programs), the feed as the model client, artifacts
-    shown unfiltered (test inputs must not be redacted), stop on the first success when asked, and
-    spawned worker processes (a forked worker would inherit the parent's sandbox threads half-dead).
+    shown unfiltered (test inputs must not be redacted), and spawned worker processes (a forked worker
+    would inherit the parent's sandbox threads half-dead). No early stopping on a metric: OpenEvolve's
+    metrics are the search's view (public tests), and a solved search is one whose candidate passes
+    every test, which the engine reads from the ledger (`_round`).
     """
     from openevolve.config import Config, LLMModelConfig
 
@@ -161,10 +164,6 @@ def build_openevolve_config(options: SearchConfig, root: Path, system_message: s
     config.evaluator.cascade_evaluation = False
     config.evaluator.parallel_evaluations = options.workers
     config.evaluator.max_retries = 1
-    if options.stop_when_solved:
-        config.early_stopping_patience = -1  # event-based: stop when a program reaches success == 1
-        config.early_stopping_metric = "success"
-        config.convergence_threshold = 1.0
     return config
 
 
@@ -181,6 +180,7 @@ def _identity(options: SearchConfig, task: Any) -> dict[str, Any]:
         "model": options.served_model,
     }
     values.update({"mode": options.mode, "m": options.m, "seed": options.seed, "task": task.id})
+    values["feedback"] = options.feedback
     return {key: values[key] for key in _IDENTITY}
 
 
@@ -190,7 +190,11 @@ def _prepare(env: SearchableEnv, task: Any, options: SearchConfig, root: Path) -
     saved = root / "run.json"
     if saved.exists():
         before = json.loads(saved.read_text())
-        changed = {k: (before.get(k), v) for k, v in identity.items() if before.get(k) != v}
+        changed = {
+            k: (before.get(k, _BEFORE_OPTION.get(k)), v)
+            for k, v in identity.items()
+            if before.get(k, _BEFORE_OPTION.get(k)) != v
+        }
         if changed:
             raise SearchError(
                 f"{root} holds a search with other settings {changed} (before, now); use the same options to "
@@ -206,6 +210,7 @@ def _prepare(env: SearchableEnv, task: Any, options: SearchConfig, root: Path) -
         seed=options.seed,
         max_consecutive_errors=options.max_consecutive_errors,
         arm=options.arm,
+        feedback=options.feedback,
     )
     context.save(root)
     forget_context(root)
@@ -264,7 +269,14 @@ def _openevolve_side_effects() -> Iterator[None]:
             signal.signal(sig, previous)
 
 
-async def _round(config: Any, root: Path, iterations: int, deadline: float | None, started: float) -> None:
+async def _round(
+    config: Any, root: Path, iterations: int, deadline: float | None, started: float, stop_when_solved: bool
+) -> None:
+    """One run of the controller; stops it on an abort record, at the deadline, or (if asked) once solved.
+
+    Solved means a model candidate passed every dimension, hidden ones included: the ledger's full
+    evaluation, which OpenEvolve never sees.
+    """
     from openevolve import OpenEvolve
 
     checkpoint, _ = _latest_checkpoint(root)
@@ -280,6 +292,9 @@ async def _round(config: Any, root: Path, iterations: int, deadline: float | Non
             handler.setLevel(logging.WARNING)
     ledger = Ledger(root)
     _, offset = ledger.calls_after(0)
+    candidates = {program_hash(p) for call in ledger.completed_calls() for p in call["candidates"] if p is not None}
+    solved: set[str] = set()
+    eval_offset = 0
     run = asyncio.ensure_future(controller.run(iterations=iterations, checkpoint_path=checkpoint))
     stopping = False
     while not run.done():
@@ -288,7 +303,13 @@ async def _round(config: Any, root: Path, iterations: int, deadline: float | Non
             continue
         records, offset = ledger.calls_after(offset)
         aborted = any(r.get("kind") == "abort" and r["time"] >= started for r in records)
-        if aborted or (deadline is not None and time.time() > deadline):
+        candidates.update(
+            program_hash(p) for r in records if r.get("kind") == "call" for p in r["candidates"] if p is not None
+        )
+        evaluations, eval_offset = ledger.evals_after(eval_offset)
+        solved.update(r["hash"] for r in evaluations if r.get("kind") == "eval" and r.get("success"))
+        done = stop_when_solved and not solved.isdisjoint(candidates)
+        if aborted or done or (deadline is not None and time.time() > deadline):
             stopping = True
             if controller.parallel_controller is not None:
                 controller.parallel_controller.request_shutdown()
@@ -347,7 +368,11 @@ def search_problem(env: SearchableEnv, task: Any, options: SearchConfig, out: Pa
         started = time.time()
         logger.info("%s %s: iterations %d..%d", options.arm, task.id, done + 1, options.iterations)
         with _openevolve_side_effects():
-            asyncio.run(_round(config, root, (options.iterations - done) * options.m, deadline, started))
+            asyncio.run(
+                _round(
+                    config, root, (options.iterations - done) * options.m, deadline, started, options.stop_when_solved
+                )
+            )
         records = [r for r in ledger.calls() if r["time"] >= started]
         abort = next((r for r in records if r.get("kind") == "abort"), None)
         if abort is not None:

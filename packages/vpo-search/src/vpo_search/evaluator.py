@@ -1,9 +1,12 @@
 """The OpenEvolve evaluator: score a program through the env and record it in the ledger.
 
 OpenEvolve loads a generated ``evaluator.py`` from the run's state directory whose ``evaluate(path)``
-calls `evaluate_file`. The metrics OpenEvolve selects on are ``combined_score`` (the normalized
-w*-score; for LiveCodeBench, the pass rate) and ``success``; the env's feedback is returned as the
-``test_feedback`` artifact, which OpenEvolve shows in the next prompt that uses this program.
+calls `evaluate_file`. The metrics OpenEvolve selects on and shows the model are ``combined_score``
+(the normalized w*-score over the dimensions the search may see; for LiveCodeBench, the pass rate on
+the public tests) and ``success`` (every visible dimension at its maximum); the env's feedback is
+returned as the ``test_feedback`` artifact, which OpenEvolve shows in the next prompt that uses this
+program. The full score (hidden tests included) goes to the ledger only: it scores the final answer and
+decides when a search is solved, and never reaches OpenEvolve.
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ def score_program(root: str | os.PathLike[str], program: str) -> ProgramEvaluati
     ledger = Ledger(Path(root))
     digest = program_hash(program)
     try:
-        result = evaluate(context.env, context.task, program)
+        result = evaluate(context.env, context.task, program, hidden_feedback=context.feedback == "all")
     except Exception as exc:
         ledger.add_eval({"kind": "eval_error", "hash": digest, "error": f"{type(exc).__name__}: {exc}"})
         raise
@@ -62,6 +65,8 @@ def score_program(root: str | os.PathLike[str], program: str) -> ProgramEvaluati
             "feedback": result.feedback,
             "score": result.score,
             "success": result.success,
+            "search_score": result.search_score,
+            "search_success": result.search_success,
         }
     )
     return result
@@ -79,6 +84,6 @@ def evaluate_file(root: str | os.PathLike[str], program_path: str) -> Any:
             f"the evaluation itself failed ({type(exc).__name__}); this says nothing about the program"
         ) from None
     return EvaluationResult(
-        metrics={"combined_score": result.score, "success": float(result.success)},
+        metrics={"combined_score": result.search_score, "success": float(result.search_success)},
         artifacts={"test_feedback": result.feedback},
     )

@@ -45,6 +45,23 @@ def _append(path: Path, record: dict[str, Any]) -> None:
         os.close(fd)  # closing releases the lock
 
 
+def _read_after(path: Path, offset: int) -> tuple[list[dict[str, Any]], int]:
+    """The complete JSON-lines records of `path` after byte `offset`, and the offset to read on from."""
+    if not path.exists():
+        return [], offset
+    with open(path, "rb") as handle:
+        handle.seek(offset)
+        data = handle.read()
+    end = data.rfind(b"\n") + 1  # a line still being written is read next time
+    records = []
+    for line in data[:end].splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return records, offset + end
+
+
 def _read(path: Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []
@@ -107,19 +124,11 @@ class Ledger:
 
     def calls_after(self, offset: int) -> tuple[list[dict[str, Any]], int]:
         """The complete ``calls.jsonl`` records written after byte `offset`, and the offset to read on from."""
-        if not self.calls_path.exists():
-            return [], offset
-        with open(self.calls_path, "rb") as handle:
-            handle.seek(offset)
-            data = handle.read()
-        end = data.rfind(b"\n") + 1  # a line still being written is read next time
-        records = []
-        for line in data[:end].splitlines():
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
-        return records, offset + end
+        return _read_after(self.calls_path, offset)
+
+    def evals_after(self, offset: int) -> tuple[list[dict[str, Any]], int]:
+        """The complete ``evals.jsonl`` records written after byte `offset`, and the offset to read on from."""
+        return _read_after(self.evals_path, offset)
 
     def completed_calls(self) -> list[dict[str, Any]]:
         """The successful model calls, in order (one search iteration each)."""

@@ -4,7 +4,10 @@ The env decides how a candidate program is evaluated and what the model is shown
 knows nothing of any domain. Any `vpo_core.TextEnv` that adds `program_language`, `initial_program` and
 `evaluate_program` can be searched (env-lcb's `LcbEnv` does); `vpo_search.AnswerSearch` wraps any other. An
 env may also define ``program_text(candidate) -> str | None`` to say which text of a parsed candidate is
-its program (default: `program_of`).
+its program (default: `program_of`), and ``public_dimensions(task) -> Sequence[int]``: the dimensions
+(for LiveCodeBench, the tests) whose results the search may show and select on. The others are
+hidden: they score the final answer, and by default nothing about them reaches the search (its score,
+success metric and feedback), so that a program cannot learn hidden answers across iterations.
 """
 
 from __future__ import annotations
@@ -18,7 +21,15 @@ from numpy.typing import ArrayLike, NDArray
 
 from vpo_core import Candidate, Message, Mode, RewardSpec, Task
 
-__all__ = ["ProgramEvaluation", "SearchableEnv", "candidate_program", "check_searchable", "evaluate", "program_of"]
+__all__ = [
+    "ProgramEvaluation",
+    "SearchableEnv",
+    "candidate_program",
+    "check_searchable",
+    "evaluate",
+    "program_of",
+    "visible_dimensions",
+]
 
 
 @runtime_checkable
@@ -50,6 +61,8 @@ class SearchableEnv(Protocol):
 
     def evaluate_program(self, task: Task[Any], program: str) -> tuple[ArrayLike, Sequence[str], str]:
         """Evaluate one program.
+
+        An env with hidden dimensions accepts ``hidden_feedback=True`` (the opt-in to show their results).
 
         Returns:
             The vector reward, shape (d,); one verdict per dimension (e.g. per test); the feedback text
@@ -99,8 +112,14 @@ class ProgramEvaluation:
         rewards: The vector reward, shape (d,).
         verdicts: One verdict per dimension.
         feedback: What the model is shown.
-        score: The w*-scalar divided by its maximum (in [0, 1] for rewards inside the spec's bounds).
-        success: Whether the program solves the task.
+        score: The w*-scalar divided by its maximum (in [0, 1] for rewards inside the spec's bounds), over
+            every dimension: what the final answer is scored by.
+        success: Whether the program solves the task (every dimension).
+        search_score: The same normalized w*-scalar over the dimensions the search may see (the public
+            ones; all of them with hidden feedback): what the search selects on and shows. 0 when no
+            dimension is visible.
+        search_success: Whether every visible dimension is at its maximum (the success over all
+            dimensions when all are visible; False when none is).
     """
 
     rewards: NDArray[np.float64]
@@ -108,15 +127,51 @@ class ProgramEvaluation:
     feedback: str
     score: float
     success: bool
+    search_score: float
+    search_success: bool
 
 
-def evaluate(env: SearchableEnv, task: Task[Any], program: str) -> ProgramEvaluation:
-    """Evaluate a program through the env and check what it returns.
+def visible_dimensions(env: SearchableEnv, task: Task[Any], dim: int, *, hidden_feedback: bool = False) -> list[int]:
+    """The dimensions a search may see: the env's ``public_dimensions``, or all without that hook or with hidden feedback.
 
     Raises:
-        TypeError: If the env returns something other than (rewards (d,), d verdicts, feedback text).
+        TypeError: If the hook returns something other than distinct indices in [0, dim).
     """
-    raw = env.evaluate_program(task, program)
+    hook = getattr(env, "public_dimensions", None)
+    if hidden_feedback or not callable(hook):
+        return list(range(dim))
+    public = [int(i) for i in hook(task)]
+    if len(set(public)) != len(public) or any(not 0 <= i < dim for i in public):
+        raise TypeError(f"{env.env_id}: public_dimensions must be distinct indices in [0, {dim}), got {public!r:.200}.")
+    return sorted(public)
+
+
+def evaluate(env: SearchableEnv, task: Task[Any], program: str, *, hidden_feedback: bool = False) -> ProgramEvaluation:
+    """Evaluate a program through the env and check what it returns.
+
+    Args:
+        env: The env.
+        task: The task.
+        program: The program.
+        hidden_feedback: Let the search see the hidden dimensions (their verdicts in the feedback, and in
+            the search score); passed on to the env's ``evaluate_program`` only when True.
+
+    Raises:
+        TypeError: If the env returns something other than (rewards (d,), d verdicts, feedback text), or
+            does not take ``hidden_feedback`` when it is asked for.
+    """
+    if hidden_feedback:
+        try:
+            raw = env.evaluate_program(task, program, hidden_feedback=True)  # type: ignore[call-arg]
+        except TypeError as exc:
+            if "hidden_feedback" not in str(exc):
+                raise
+            raise TypeError(
+                f"{env.env_id}: evaluate_program takes no hidden_feedback option, so feedback=all is not available "
+                "for it; use feedback=public."
+            ) from None
+    else:
+        raw = env.evaluate_program(task, program)
     if not isinstance(raw, tuple) or len(raw) != 3:
         raise TypeError(f"{env.env_id}: evaluate_program must return (rewards, verdicts, feedback), got {raw!r:.200}.")
     rewards, verdicts, feedback = raw
@@ -130,7 +185,21 @@ def evaluate(env: SearchableEnv, task: Task[Any], program: str) -> ProgramEvalua
         raise TypeError(f"{env.env_id}: evaluate_program's feedback must be text, got {type(feedback).__name__}.")
     top = spec.max_scalar()
     score = float(spec.scalarize(r)) / top if top > 0 else float(spec.scalarize(r))
-    return ProgramEvaluation(r, tuple(verdicts), feedback, score, bool(env.is_success(r, task)))
+    success = bool(env.is_success(r, task))
+    visible = visible_dimensions(env, task, spec.dim, hidden_feedback=hidden_feedback)
+    if len(visible) == spec.dim:
+        search_score, search_success = score, success
+    elif not visible:
+        search_score, search_success = 0.0, False
+    else:
+        mask = np.zeros(spec.dim)
+        mask[visible] = 1.0
+        w = spec.w_star_array * mask
+        top_visible = spec.max_scalar(w)
+        value = float(spec.scalarize(r, w))
+        search_score = value / top_visible if top_visible > 0 else value
+        search_success = bool(np.all(r[visible] >= spec.high_array[visible]))
+    return ProgramEvaluation(r, tuple(verdicts), feedback, score, success, search_score, search_success)
 
 
 def program_of(candidate: Candidate[Any]) -> str | None:

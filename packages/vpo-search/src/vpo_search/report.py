@@ -35,6 +35,10 @@ def evaluate_from_context(root: Path, program: str) -> dict[str, Any]:
 def problem_summary(root: Path, evaluate_missing: Evaluate | None = evaluate_from_context) -> dict[str, Any]:
     """Curves and best program of one problem and arm, from its ledger.
 
+    The curves measure every candidate on every test (hidden ones included). The best program is the
+    search's final answer: chosen by the score the search saw (public tests, unless the run showed all),
+    the latest of equals, then reported with its full score and verdicts.
+
     Args:
         root: The run's state directory.
         evaluate_missing: Called as ``(root, program)`` for a candidate without an evaluation record (the
@@ -71,7 +75,7 @@ def problem_summary(root: Path, evaluate_missing: Evaluate | None = evaluate_fro
             row.append(float(record["score"]))
             if record["success"] and solved_at is None:
                 solved_at = t
-            if best is None or record["score"] > best["score"]:
+            if best is None or _search_score(record) >= _search_score(best):
                 best = {"iteration": t, "candidate": j, "program": program, **_public(record)}
         scores.append(row)
     if scores:
@@ -100,8 +104,15 @@ def problem_summary(root: Path, evaluate_missing: Evaluate | None = evaluate_fro
     }
 
 
+def _search_score(record: dict[str, Any]) -> float:
+    """The score the search saw (the public one; the full score in records written before it existed)."""
+    return float(record.get("search_score", record["score"]))
+
+
 def _public(record: dict[str, Any]) -> dict[str, Any]:
-    return {key: record[key] for key in ("score", "success", "rewards", "verdicts")}
+    return {key: record[key] for key in ("score", "success", "rewards", "verdicts")} | {
+        "search_score": _search_score(record)
+    }
 
 
 def _mean_curve(curves: list[list[float]], length: int) -> list[float]:

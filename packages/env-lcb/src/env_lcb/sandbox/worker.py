@@ -214,6 +214,7 @@ CONTROL = struct.Struct("=Bdqq")  # kind, CPU seconds, address-space bytes, file
 SEALS = fcntl.F_SEAL_WRITE | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
 MEMORY_MARK = b"\nMEMORY\n"  # appended to the result memfd when a MemoryError escapes the program
 STDERR_TAIL = 2000
+SOURCE_NAME = "<solution>"  # the file name the program is compiled under (its functions carry it)
 _TEST_STREAMS = ()  # (stdin, stdout, stderr) text wrappers on fds 0, 1, 2, made once in the zygote
 
 
@@ -269,11 +270,31 @@ def _compile_child(cpu_s, mem_bytes, out_bytes, fds):
     os.closerange(3, code_fd)
     os.closerange(code_fd + 1, 1 << 16)
     try:
-        code = compile(source, "<solution>", "exec")
+        code = compile(source, SOURCE_NAME, "exec")
     except (SyntaxError, ValueError):
         os._exit(3)
     _write_fd(code_fd, marshal.dumps((mode, fn_name, code)))
     os._exit(0)
+
+
+def _entry_point(scope, fn_name):
+    """``Solution().fn_name`` or the top-level ``fn_name``, only if the program wrote that function.
+
+    The program runs in the preamble's namespace, so a name such as ``gcd`` or ``median`` resolves to
+    the preamble's import even when the program defines nothing. The entry point must be a function
+    whose code was compiled from the submission (decorators that keep ``__wrapped__``, such as
+    ``lru_cache``, are looked through); an imported, assigned or inherited callable is refused.
+    """
+    target = getattr(scope["Solution"](), fn_name) if "Solution" in scope else scope[fn_name]
+    func = target
+    for _ in range(64):
+        func = getattr(func, "__func__", func)
+        if hasattr(func, "__code__") or not hasattr(func, "__wrapped__"):
+            break
+        func = func.__wrapped__
+    if getattr(getattr(func, "__code__", None), "co_filename", None) != SOURCE_NAME:
+        raise NameError(f"{fn_name!r} is not a function defined by the program")
+    return target
 
 
 def _test_child(cpu_s, mem_bytes, out_bytes, fds):
@@ -298,7 +319,7 @@ def _test_child(cpu_s, mem_bytes, out_bytes, fds):
         scope["__name__"] = "__main__" if mode == "stdin" else "__lcb__"
         exec(program, scope)
         if mode == "functional":
-            target = scope[fn_name] if "Solution" not in scope else getattr(scope["Solution"](), fn_name)
+            target = _entry_point(scope, fn_name)
             lines = test_input.decode("utf-8", "surrogatepass").split("\n")
             value = target(*[json.loads(line) for line in lines if line.strip()])
             if isinstance(value, tuple):
