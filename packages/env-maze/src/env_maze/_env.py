@@ -20,6 +20,7 @@ from env_maze._reward import score_routes, scored_walk
 from env_maze._solver import route_text, solve
 from vpo_core import Candidate, Message, Mode, RewardSpec, Task, TextEnv
 from vpo_core.multi_answer import render_numbered
+from vpo_core.tabular import OutcomeTable
 
 __all__ = ["MazeEnv"]
 
@@ -133,10 +134,6 @@ class MazeEnv(TextEnv[Maze, Route]):
         """Rewards of several routes, simulated together, shape (k, 4)."""
         return score_routes(task.payload, [c.answer or () for c in candidates])
 
-    def pareto_front(self, task: Task[Maze]) -> NDArray[np.float64]:
-        """The maze's Pareto-optimal reward vectors from the exact solver, shape (p, 4)."""
-        return solve(task.payload).pareto_rewards
-
     def is_success(self, rewards: ArrayLike, task: Task[Maze] | None = None) -> NDArray[np.bool_]:
         """Reaching the maze's best achievable w*-score (needs the task; without it, w*-score 1)."""
         scores = self.reward_spec.scalarize(rewards)
@@ -147,6 +144,60 @@ class MazeEnv(TextEnv[Maze, Route]):
     def optimum(self, task: Task[Maze]) -> float:
         """The best achievable w*-score of the task (the ceiling of best@k)."""
         return solve(task.payload).best_score
+
+    def pareto_front(self, task: Task[Maze]) -> NDArray[np.float64]:
+        """The maze's Pareto-optimal reward vectors (exact solver), best w*-score first, shape (p, 4)."""
+        return solve(task.payload).pareto_rewards.copy()
+
+    def outcome_table(self, task: Task[Maze], *, invalid: int = 4) -> OutcomeTable:
+        """Every achievable reward vector of the maze with a shortest route, plus routes that miss E.
+
+        Outcomes come from the exact solver (best w*-score first). Each text is a single-answer
+        completion ``<answer>MOVES</answer>`` that `score` scores to the stored vector (checked here).
+        The invalid routes are the solver's routes without their last move (they stop one step short
+        of E and score 0). Effort is the number of gold and diamond tiles a route collects, so a start
+        tilted against effort makes the treasure corners rare (a direct S → E route has effort 0).
+
+        Args:
+            task: The maze.
+            invalid: Number of routes that miss E, >= 0.
+
+        Returns:
+            The table: n = (achievable outcomes) + `invalid` rows, d = 4.
+
+        Raises:
+            ValueError: If `invalid` is negative or the maze has too few distinct routes for it.
+        """
+        if isinstance(invalid, bool) or not isinstance(invalid, int) or invalid < 0:
+            raise ValueError(f"invalid must be an int >= 0, got {invalid!r}.")
+        maze = task.payload
+        solution = solve(maze)
+        short: list[Route] = []
+        for route in solution.routes:
+            prefix = route[:-1]
+            if prefix and prefix not in short:
+                short.append(prefix)
+            if len(short) == invalid:
+                break
+        if len(short) < invalid:
+            raise ValueError(
+                f"task {task.id} has only {len(short)} distinct routes that stop short of E; ask for fewer."
+            )
+        routes = list(solution.routes) + short
+        rewards = score_routes(maze, routes)
+        stored = np.concatenate([solution.rewards, np.zeros((len(short), 4))])
+        if not np.array_equal(rewards, stored):  # pragma: no cover - the solver and the simulator disagree
+            raise RuntimeError(f"task {task.id}: the simulator does not reproduce the solver's reward vectors.")
+        n_valid = len(solution.routes)
+        treasure = rewards[:, 1] * maze.count("G") + rewards[:, 2] * maze.count("D")
+        return OutcomeTable(
+            task_id=task.id,
+            rewards=rewards,
+            valid=np.arange(len(routes)) < n_valid,
+            pareto=np.concatenate([solution.pareto, np.zeros(len(short), dtype=bool)]),
+            effort=np.round(treasure),
+            texts=tuple(f"<answer>{route_text(r)}</answer>" for r in routes),
+        )
 
     # -------------------------------------------------------------------------- demonstrations
     def reference_completion(self, task: Task[Maze], *, mode: Mode = "single", m: int = 1) -> str | None:

@@ -19,6 +19,7 @@ from vpo_core.methods import check_mode_m
 from vpo_core.multi_answer import dedupe_reward_rows
 from vpo_core.profile import EnvProfile
 from vpo_core.spec import RewardSpec
+from vpo_core.tabular.table import OutcomeTable
 from vpo_core.types import Candidate, Message, Mode, Task
 
 __all__ = ["ScoredCompletion", "TextEnv", "goal_suffix"]
@@ -150,21 +151,31 @@ class TextEnv(ABC, Generic[P, A]):
         """
         return self.reference_completion(task, mode=mode, m=m)
 
+    def pareto_front(self, task: Task[P]) -> NDArray[np.float64] | None:
+        """The task's Pareto-optimal reward vectors, shape (p, d), or None where the env cannot enumerate them.
+
+        Envs with an exact solver (maze) override it; pool metrics such as "Pareto points covered" need it.
+        """
+        return None
+
+    def outcome_table(self, task: Task[P], *, invalid: int = 4) -> OutcomeTable | None:
+        """Every distinct outcome of the task with an answer text for each, or None (the default).
+
+        Envs whose outcomes can be enumerated override it for the tabular mechanism study
+        (`vpo_core.tabular`): one answer per achievable reward vector plus `invalid` answers that
+        score the env's floor; ``score`` of each answer text must give its stored reward.
+
+        Args:
+            task: The task.
+            invalid: Number of invalid answers to include.
+        """
+        return None
+
     def dedup_key(self, task: Task[P], candidate: Candidate[A]) -> Hashable | None:
         """Key under which duplicate candidates collapse in training (multi mode).
 
         Returns None to de-duplicate by reward vector (the rule of MuSiQue, EUREQA and ToolRL);
         maze overrides it with the normalised move sequence.
-        """
-        return None
-
-    def pareto_front(self, task: Task[P]) -> NDArray[np.float64] | None:
-        """The task's achievable Pareto set, if the env can enumerate it exactly (maze's solver can).
-
-        Pool reports use it for "Pareto points covered"; None (the default) leaves that metric out.
-
-        Returns:
-            The Pareto-optimal reward vectors, shape (p, d), or None.
         """
         return None
 

@@ -1,0 +1,210 @@
+"""The mechanism study without a language model: every method on tabular policies over a task's outcomes.
+
+    uv run apps/mechanism.py                                   # maze-v1, 16 test mazes, both starts, 8 methods + control
+    uv run apps/mechanism.py starts=warm_hard seeds=4 steps=1000 checkpoints=0,50,200,1000
+    uv run apps/mechanism.py variants=1 methods=vpo,multi_rlvr starts=warm_uniform
+
+The env must enumerate its outcomes (`TextEnv.outcome_table`; maze-v1 does, with its exact solver).
+Every answer text is re-scored with `env.score` before training (a table that disagrees stops the
+run). Each (start, arm, seed) trains a tabular policy (`vpo_core.tabular`) with the method's own
+`compute_advantages`, and is evaluated at the checkpoints with the paper's metrics. For each start it
+writes ``<out>/<start>_V<variants>.md`` (one table per checkpoint, mean over seeds and tasks with a
+95 % two-level bootstrap interval; then VPO minus each arm, paired) and ``<start>_V<variants>.json``
+(every interval, best@k for k = 1..30, and the config).
+
+Starts (the prior before RL; invalid answers share ``invalid`` of the mass, valid outcomes the rest in
+proportion to exp(-scale · effort), effort = the env's measure, maze: treasure tiles collected):
+``warm_uniform`` (0.75, 0: a warm start that reaches the goal 25 % of the time, valid outcomes
+uniform), ``warm_hard`` (0.75, 0.7: the same with demanding outcomes rare, like a model heading
+straight for the goal), ``uniform_valid`` (0, 0: always valid, a control).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from vpo_core.cli_config import option, run_cli
+from vpo_core.registry import DEFAULT_ENV
+
+STARTS = {
+    "warm_uniform": (0.75, 0.0),
+    "warm_hard": (0.75, 0.7),
+    "uniform_valid": (0.0, 0.0),
+}
+DEFAULT_ARMS = "grpo,random_w,goal_cond,gdpo,max_at_k,maxrl,multi_rlvr,vpo,vpo_w_star_max"
+COLUMNS = (
+    ("best@1", "best_at_k", 1),
+    ("best@3", "best_at_k", 3),
+    ("best@5", "best_at_k", 5),
+    ("best@10", "best_at_k", 10),
+    ("best@30", "best_at_k", 30),
+    ("E_w[best@5]", "e_w_best_at_5", None),
+    ("diversity", "diversity", None),
+    ("div. valid", "diversity_valid", None),
+    ("completion", "completion", None),
+    ("Pareto in 30", "pareto_covered", None),
+    ("distinct valid / 30", "distinct_valid", None),
+    ("distinct valid / chain", "distinct_valid_per_chain", None),
+)
+PAIRED = (("best@3", "best_at_k", 3), ("best@10", "best_at_k", 10), ("E_w[best@5]", "e_w_best_at_5", None),
+          ("Pareto in 30", "pareto_covered", None), ("div. valid", "diversity_valid", None))  # fmt: skip
+
+
+@dataclass
+class MechanismConfig:
+    """Options of apps/mechanism.py."""
+
+    env: str = option(DEFAULT_ENV, "env id (must implement outcome_table)")
+    split: str = option("test", "split whose first `tasks` tasks are studied")
+    tasks: int = option(16, "number of tasks")
+    invalid: int = option(4, "invalid answers per task (maze: routes that stop short of E)")
+    variants: int = option(3, "text variants per outcome (distinct de-dup keys, same reward)")
+    methods: str = option(DEFAULT_ARMS, "comma-separated registered methods and controls (vpo_w_star_max)")
+    starts: str = option("warm_uniform,warm_hard", f"comma-separated starts: {', '.join(STARTS)}")
+    seeds: int = option(4, "seeds per (start, method): 0..seeds-1")
+    steps: int = option(1000, "RL steps")
+    checkpoints: str = option("0,50,200,1000", "comma-separated evaluation steps (<= steps)")
+    group_size: int = option(8, "G, rollouts per task and step")
+    lr: float = option(0.03, "Adam step size")
+    candidates: int = option(300, "answers per task in an evaluation (multiple of 30 and of m)")
+    out: str = option("results/maze-v1-mechanism", "output directory")
+
+    def __post_init__(self) -> None:
+        unknown = [s for s in self.start_names() if s not in STARTS]
+        if unknown:
+            raise ValueError(f"unknown start(s) {unknown}; choose from {sorted(STARTS)}.")
+        if self.tasks < 1 or self.seeds < 1 or self.steps < 0 or self.variants < 1 or self.invalid < 0:
+            raise ValueError("tasks, seeds and variants must be >= 1, steps and invalid >= 0.")
+        if any(c < 0 or c > self.steps for c in self.checkpoint_steps()):
+            raise ValueError(f"checkpoints must lie in [0, steps={self.steps}], got {self.checkpoints!r}.")
+        if self.invalid == 0 and any(STARTS[s][0] > 0 for s in self.start_names()):
+            raise ValueError("the chosen starts put mass on invalid answers; set invalid >= 1 or starts=uniform_valid.")
+
+    def start_names(self) -> list[str]:
+        return [s.strip() for s in self.starts.split(",") if s.strip()]
+
+    def arm_names(self) -> list[str]:
+        return [s.strip() for s in self.methods.split(",") if s.strip()]
+
+    def checkpoint_steps(self) -> list[int]:
+        try:
+            return sorted({int(c) for c in self.checkpoints.split(",") if c.strip()})
+        except ValueError:
+            raise ValueError(f"checkpoints must be comma-separated ints, got {self.checkpoints!r}.") from None
+
+
+def _cell(interval: dict[str, float]) -> str:
+    return f"{interval['estimate']:.3f} [{interval['low']:.3f}, {interval['high']:.3f}]"
+
+
+def _pick(cell: dict[str, Any], name: str, k: int | None) -> dict[str, float]:
+    return cell[name][k - 1] if k is not None else cell[name]
+
+
+def render_markdown(start: str, summary: dict[str, Any], paired: dict[str, Any], config: dict[str, Any]) -> str:
+    """One table per checkpoint (rows: arms), then VPO − each arm, paired by seed and task."""
+    lines = [
+        f"# Tabular mechanism study: start `{start}`, V = {config['variants']}",
+        "",
+        f"{config['tasks']} {config['env']} {config['split']} tasks, {len(config['seeds'])} seeds, G = {config['group_size']}, "
+        f"Adam lr {config['lr']}, {config['steps']} steps; evaluation pools of {config['n_candidates']} answers at T = 1. "
+        "Cells: mean over seeds and tasks [95 % two-level (seed, task) bootstrap interval]. "
+        f"Regenerate: `{config['command']}`.",
+    ]
+    arms = list(summary)
+    for step in config["checkpoints"]:
+        lines += ["", f"## Step {step}", ""]
+        lines.append("| method | " + " | ".join(c[0] for c in COLUMNS) + " |")
+        lines.append("|---" * (len(COLUMNS) + 1) + "|")
+        for a in arms:
+            cell = summary[a][str(step)]
+            lines.append(f"| {a} | " + " | ".join(_cell(_pick(cell, n, k)) for _, n, k in COLUMNS) + " |")
+    if paired:
+        lines += ["", "## VPO minus each method (paired by seed and task)", ""]
+        lines.append("| step | method | " + " | ".join(c[0] for c in PAIRED) + " |")
+        lines.append("|---" * (len(PAIRED) + 2) + "|")
+        for step in config["checkpoints"]:
+            for a in arms:
+                if a == "vpo":
+                    continue
+                lines.append(
+                    f"| {step} | {a} | " + " | ".join(_cell(paired[str(step)][c[0]][a]) for c in PAIRED) + " |"
+                )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    config = run_cli(MechanismConfig, argv, prog="apps/mechanism.py", description=__doc__ or "")
+    if isinstance(config, int):
+        return config
+    import vpo_core
+    from vpo_core.tabular import Start, run_study, stack_tables
+    from vpo_core.tabular.study import arm
+
+    env = vpo_core.make(config.env)
+    tasks = list(env.tasks(config.split))[: config.tasks]
+    tables = []
+    for task in tasks:
+        table = env.outcome_table(task, invalid=config.invalid)
+        if table is None:
+            print(f"error: env {config.env} does not enumerate its outcomes (TextEnv.outcome_table).", file=sys.stderr)
+            return 2
+        rescored = np.concatenate([env.score(task, text) for text in table.texts])
+        if not np.allclose(rescored, table.rewards, rtol=0, atol=1e-12):
+            print(f"error: task {task.id}: env.score of the table's texts differs from its rewards.", file=sys.stderr)
+            return 2
+        tables.append(table)
+    candidates = stack_tables(tables, variants=config.variants)
+    w_star = np.asarray(env.reward_spec.w_star, dtype=np.float64)
+    try:
+        arms = [arm(name, w_star=w_star, task_ids=candidates.task_ids) for name in config.arm_names()]
+    except ValueError as error:
+        print(f"error: methods: {error}", file=sys.stderr)
+        return 2
+    out = Path(config.out)
+    out.mkdir(parents=True, exist_ok=True)
+    command = "uv run apps/mechanism.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    started = time.time()
+    for start_name in config.start_names():
+        invalid_mass, scale = STARTS[start_name]
+        result = run_study(
+            candidates,
+            w_star=w_star,
+            starts=[Start(start_name, invalid_mass, scale)],
+            arms=arms,
+            seeds=list(range(config.seeds)),
+            steps=config.steps,
+            checkpoints=config.checkpoint_steps(),
+            group_size=config.group_size,
+            lr=config.lr,
+            n_candidates=config.candidates,
+            progress=lambda line: print(f"[{time.time() - started:7.0f}s] {line}", flush=True),
+        )
+        meta = {**result.config, "env": config.env, "split": config.split, "command": command.strip(),
+                "task_ids": result.task_ids, "outcomes_per_task": [int(t.valid.sum()) for t in tables],
+                "pareto_per_task": [int(t.pareto.sum()) for t in tables]}  # fmt: skip
+        summary = result.summary()[start_name]
+        paired: dict[str, Any] = {}
+        if "vpo" in summary:
+            for step in result.config["checkpoints"]:
+                paired[str(step)] = {
+                    label: result.paired("vpo", start_name, step, name, k) for label, name, k in PAIRED
+                }
+        stem = out / f"{start_name}_V{config.variants}"
+        stem.with_suffix(".json").write_text(
+            json.dumps({"config": meta, "summary": summary, "vpo_minus": paired}, indent=1) + "\n"
+        )
+        stem.with_suffix(".md").write_text(render_markdown(start_name, summary, paired, meta))
+        print(f"wrote {stem}.md and {stem}.json")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
