@@ -159,3 +159,14 @@ def test_envcli_score_uses_the_same_metrics():
     assert summary["best_at_k[answer_f1]"]["best@3"] == round(metrics["best@3[answer_f1]"], 6)
     assert summary["reward_diversity"] == round(float(np.mean([reward_diversity(r[:, 0]) for r in rewards])), 6)
     assert summary["mean_reward"]["gold"] == round(float(np.mean([r[..., 1].mean() for r in rewards])), 6)
+
+
+def test_a_k_larger_than_the_pool_is_reported_not_silently_dropped(caplog):
+    env = ToyEnv()
+    tasks = env.tasks("test")
+    rewards = np.random.default_rng(0).integers(0, 2, size=(len(tasks), 7, 1, 3)).astype(float)
+    with caplog.at_level("WARNING", logger="vpo_core.pool"):
+        got = pool_summary(env, tasks, list(rewards), mode="single", ks=(1, 5, 10, 30))
+    assert "best@5" in got
+    assert "best@10" not in got
+    assert "k = 10, 30 are not reported: the smallest pool has 7 candidates" in caplog.text

@@ -186,7 +186,7 @@ def test_a_manifest_claiming_steps_that_never_ran_is_refused(tmp_path):
     run_dir.checkpoint.mkdir(parents=True)
     torch.save({"step": 2, "optimizer": {"state": {}, "param_groups": []}}, run_dir.state_file)
     assert run_dir.load_state(step=2)["step"] == 2
-    with pytest.raises(RunDirError, match="claims 40 steps but .* was saved after 2"):
+    with pytest.raises(RunDirError, match=r"claims 40 steps but .* was saved after 2"):
         run_dir.load_state(step=40)
     torch.save([1, 2], run_dir.state_file)
     with pytest.raises(RunDirError, match="holds no optimizer state"):
