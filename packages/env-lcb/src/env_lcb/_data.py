@@ -140,9 +140,7 @@ def _select(tests: list[tuple[str, str]], max_tests: int) -> tuple[tuple[str, st
     return tuple(tests[i] for i in sorted(keep))
 
 
-def _from_deepcoder(
-    config: str, index: int, row: RowReader, max_tests: int, dropped: dict[str, int]
-) -> Problem | None:
+def _from_deepcoder(config: str, index: int, row: RowReader, max_tests: int, dropped: dict[str, int]) -> Problem | None:
     raw = _json_field(row, "tests", "a JSON list of tests or a TACO {inputs, outputs} object")
     metadata = _json_field(row, "metadata", "a JSON object {func_name}", default={})
     fn_name = metadata.get("func_name") if isinstance(metadata, dict) else None
