@@ -122,3 +122,15 @@ def test_registry_and_cli(tmp_path, capsys):
     summary = json.loads(capsys.readouterr().out)
     assert summary["pass@1"] == 0.5
     assert summary["pass_rate"] == 0.5
+
+
+def test_the_env_refuses_to_grade_where_no_bubblewrap_can_start(monkeypatch):
+    """No system bwrap, no bundled one (or no user namespaces): a clear error, never a silent zero."""
+    import env_lcb.sandbox.host as host
+    from env_lcb.sandbox import SandboxError
+
+    monkeypatch.setattr(host, "_bwrap_works", lambda python, choice="auto": "bwrap was not found (test)")
+    env = LcbEnv(data_dir=DATA / "deepcoder", time_limit_s=2.0)
+    task = env.tasks("test")[0]
+    with pytest.raises(SandboxError, match=r"bubblewrap cannot start here \(bwrap was not found \(test\)\)"):
+        env.score(task, "```python\nprint(1)\n```")

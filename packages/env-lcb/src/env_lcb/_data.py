@@ -8,8 +8,9 @@
   possibly base64 → zlib → pickle → JSON. Split by ``contest_date`` (test: from 2024-08-01).
 
 Every row is checked against its upstream format: a defect raises `vpo_core.data.DataError` naming
-the file (or Hub split), the row and the field. Rows without any test are skipped, counted and
-logged; a split left empty is an error. Local files are read from disk on every load (never from
+the file (or Hub split), the row and the field. Tests nobody can pass (a functional test whose expected
+output is not JSON) and tests an empty program passes (a blank expected output) are dropped, counted
+and logged; rows left without any test are skipped, counted and logged; a split left empty is an error. Local files are read from disk on every load (never from
 the ``datasets`` cache), and pickled private tests are unpickled with no class allowed (only the
 JSON string the format stores), so a crafted file cannot run code.
 """
@@ -110,6 +111,27 @@ def _functional_io(args: Any, output: Any) -> tuple[str, str]:
     return text_in, json.dumps(output)
 
 
+UNPASSABLE = "functional tests whose expected output is not JSON (nobody can pass them)"
+BLANK = "tests whose expected output is blank (an empty program passes them)"
+
+
+def _usable(tests: list[tuple[str, str]], functional: bool, dropped: dict[str, int]) -> list[tuple[str, str]]:
+    """The tests a program's verdict can depend on; the others are counted in `dropped` by reason."""
+    kept = []
+    for test in tests:
+        if not test[1].strip():
+            dropped[BLANK] = dropped.get(BLANK, 0) + 1
+            continue
+        if functional:
+            try:
+                json.loads(test[1])
+            except (ValueError, RecursionError):
+                dropped[UNPASSABLE] = dropped.get(UNPASSABLE, 0) + 1
+                continue
+        kept.append(test)
+    return kept
+
+
 def _select(tests: list[tuple[str, str]], max_tests: int) -> tuple[tuple[str, str], ...]:
     """Keep the `max_tests` smallest tests (by input + output length), in their original order."""
     if len(tests) <= max_tests:
@@ -118,7 +140,7 @@ def _select(tests: list[tuple[str, str]], max_tests: int) -> tuple[tuple[str, st
     return tuple(tests[i] for i in sorted(keep))
 
 
-def _from_deepcoder(config: str, index: int, row: RowReader, max_tests: int) -> Problem | None:
+def _from_deepcoder(config: str, index: int, row: RowReader, max_tests: int, dropped: dict[str, int]) -> Problem | None:
     raw = _json_field(row, "tests", "a JSON list of tests or a TACO {inputs, outputs} object")
     metadata = _json_field(row, "metadata", "a JSON object {func_name}", default={})
     fn_name = metadata.get("func_name") if isinstance(metadata, dict) else None
@@ -151,10 +173,11 @@ def _from_deepcoder(config: str, index: int, row: RowReader, max_tests: int) -> 
         raise row.fail(
             "tests", f"JSON of type {type(raw).__name__}", "a list of tests or a TACO {inputs, outputs} object"
         )
-    if not tests:
-        return None
     if fn_name is not None and not isinstance(fn_name, str):
         raise row.fail("metadata.func_name", f"a {type(fn_name).__name__}", "a function name string")
+    tests = _usable(tests, fn_name is not None, dropped)
+    if not tests:
+        return None
     solutions = _json_field(row, "solutions", "a JSON list of programs", default=[])
     solution = solutions[0] if isinstance(solutions, list) and solutions and isinstance(solutions[0], str) else None
     return Problem(
@@ -190,7 +213,7 @@ def _private_tests(row: RowReader) -> list[Any]:
         ) from exc
 
 
-def _from_lite(index: int, row: RowReader, max_tests: int) -> Problem | None:
+def _from_lite(index: int, row: RowReader, max_tests: int, dropped: dict[str, int]) -> Problem | None:
     public = _json_field(row, "public_test_cases", "a JSON list of {input, output, testtype}")
     private = _private_tests(row)
     tests = []
@@ -207,12 +230,16 @@ def _from_lite(index: int, row: RowReader, max_tests: int) -> Problem | None:
         return None
     metadata = _json_field(row, "metadata", "a JSON object {func_name}", default={})
     fn_name = metadata.get("func_name") if isinstance(metadata, dict) else None
+    fn_name = fn_name if tests[0].get("testtype") == "functional" and isinstance(fn_name, str) else None
+    usable = _usable([(str(t["input"]), str(t["output"])) for t in tests], fn_name is not None, dropped)
+    if not usable:
+        return None
     return Problem(
         pid=f"lcb/{row.get('question_id', (str, int), 'a string', default=index)}",
         question=row.get("question_content", str, "the problem statement as a string"),
         starter_code=row.get("starter_code", str, "a string", default=""),
-        tests=_select([(str(t["input"]), str(t["output"])) for t in tests], max_tests),
-        fn_name=fn_name if tests[0].get("testtype") == "functional" and isinstance(fn_name, str) else None,
+        tests=_select(usable, max_tests),
+        fn_name=fn_name,
         solution=None,
     )
 
@@ -277,7 +304,8 @@ def load_problems(
         revision: Hub revision of DeepCoder.
         lite_test_from: First ``contest_date`` of the lite test split.
         hub_id: Hub id of DeepCoder.
-        filtered: If given, receives the number of rows skipped per reason.
+        filtered: If given, receives the number of rows skipped per reason, and of tests dropped per
+            reason (`UNPASSABLE`, `BLANK`).
 
     Raises:
         ValueError: For an unknown split or source.
@@ -287,6 +315,7 @@ def load_problems(
     if split not in ("train", "test"):
         raise ValueError(f"unknown LCB split {split!r}; choose train or test.")
     skipped = {"without tests": 0}
+    dropped: dict[str, int] = {}  # tests dropped from kept or skipped rows, by reason
     problems: list[Problem] = []
     if source == "lcb_lite":
         if data_dir is None:
@@ -302,7 +331,7 @@ def load_problems(
                 total += 1
                 if (_contest_date(row) >= lite_test_from) != (split == "test"):
                     continue
-                problem = _from_lite(len(problems), row, max_tests)
+                problem = _from_lite(len(problems), row, max_tests, dropped)
                 if problem is None:
                     skipped["without tests"] += 1
                 else:
@@ -315,7 +344,8 @@ def load_problems(
             rows = _deepcoder_rows(config, hub_split, data_dir, revision, hub_id)
             for index, (where_from, i, raw) in enumerate(rows):
                 total += 1
-                problem = _from_deepcoder(config, index, RowReader(raw, where_from, i, DEEPCODER_FORMAT), max_tests)
+                row = RowReader(raw, where_from, i, DEEPCODER_FORMAT)
+                problem = _from_deepcoder(config, index, row, max_tests, dropped)
                 if problem is None:
                     skipped["without tests"] += 1
                 else:
@@ -323,9 +353,13 @@ def load_problems(
         what = f"the DeepCoder {split} split ({', '.join(f'{c}/{s}' for c, s in configs)})"
     else:
         raise ValueError(f"unknown source {source!r}; choose deepcoder or lcb_lite.")
+    if dropped:
+        reasons = ", ".join(f"{count} {reason}" for reason, count in dropped.items())
+        _log.warning("%s: dropped %s; a row left without tests is skipped.", what, reasons)
     report_filtered(_log, what, total, skipped)
     if filtered is not None:
         filtered.update(skipped)
+        filtered.update(dropped)
     if not problems:
         raise DataError(
             f"{what} has no problems: {total} rows read, {skipped['without tests']} without tests; "

@@ -38,6 +38,7 @@ LiveCodeBench's per-problem test counts are saved in one array); the padding is 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -215,7 +216,8 @@ def pool_summary(
 ) -> dict[str, float]:
     """The metrics of a split: `task_pool_metrics` averaged over tasks, plus ``collinearity``.
 
-    A metric is kept only when every task has it (a k larger than some task's pool is left out);
+    A metric is kept only when every task has it (a k larger than some task's pool is left out, and
+    a warning names the k left out and the pool size);
     ``mean_<dim>`` only when every task has the same dimensions. ``collinearity`` is ρ̄ of all
     candidates' reward vectors in one matrix (the paper's on-policy ρ̄); where tasks have different
     dimensions (LiveCodeBench's per-problem tests) it is the mean of the per-task ρ̄ that are defined.
@@ -243,6 +245,16 @@ def pool_summary(
             task_pool_metrics(env, t, p, mode=mode, ks=ks, num_weights=num_weights, report_dims=report_dims)
             for t, p in zip(tasks, pools, strict=True)
         ]
+    smallest = min(_pool_size(np.asarray(p), mode) for p in pools)
+    left_out = [k for k in ks if k > smallest]
+    if left_out:  # said, not silent: the table shows no column for these k
+        logging.getLogger(__name__).warning(
+            "best@k, pass@k and E_w[best@k] for k = %s are not reported: the smallest pool has %d candidates "
+            "(%s); sample more per task (or lower k) to report them.",
+            ", ".join(map(str, left_out)),
+            smallest,
+            "n x m in multi mode" if mode == "multi" else "n",
+        )
     specs = [env.spec_for(t) for t in tasks]
     same_dims = len({s.names for s in specs}) == 1
     dim_keys = {f"mean_{name}" for s in specs for name in s.names}

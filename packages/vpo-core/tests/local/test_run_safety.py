@@ -157,3 +157,52 @@ def test_a_corrupt_state_file_is_named_with_what_to_do(tmp_path, capsys):
     assert "state.pt is corrupt or unreadable" in err
     assert "delete" in err
     assert "Traceback" not in err
+
+
+# ------------------------------------------------------------------ issue 22: damaged run-directory files
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[1, 2]", "is damaged"),
+        ('{"step": "x", "run_id": "r"}', "is damaged"),
+        ('{"step": -3, "run_id": "r"}', "is damaged"),
+        ('{"run_id": "r"}', "is damaged"),
+        ('{"step": 2, "run_id": 7}', "is damaged"),
+        ("{", "is unreadable"),
+    ],
+)
+def test_a_damaged_manifest_is_named_with_what_to_do(tmp_path, text, message):
+    run_dir = RunDir(tmp_path)
+    run_dir.checkpoint.mkdir(parents=True)
+    run_dir.manifest_file.write_text(text)
+    with pytest.raises(RunDirError, match=message) as caught:
+        run_dir.read_manifest()
+    assert str(run_dir.manifest_file) in str(caught.value)
+    assert "out=<new dir>" in str(caught.value)
+
+
+def test_a_manifest_claiming_steps_that_never_ran_is_refused(tmp_path):
+    run_dir = RunDir(tmp_path)
+    run_dir.checkpoint.mkdir(parents=True)
+    torch.save({"step": 2, "optimizer": {"state": {}, "param_groups": []}}, run_dir.state_file)
+    assert run_dir.load_state(step=2)["step"] == 2
+    with pytest.raises(RunDirError, match=r"claims 40 steps but .* was saved after 2"):
+        run_dir.load_state(step=40)
+    torch.save([1, 2], run_dir.state_file)
+    with pytest.raises(RunDirError, match="holds no optimizer state"):
+        run_dir.load_state(step=2)
+
+
+@pytest.mark.parametrize("line", ["5", "[1]", '{"loss": 1}', '{"step": "3"}'])
+def test_a_metrics_line_that_is_json_but_not_a_step_record_is_named(tmp_path, line):
+    run_dir = RunDir(tmp_path)
+    run_dir.metrics_file.write_text('{"step": 0}\n' + line + '\n{"step": 1}\n')
+    with pytest.raises(RunDirError, match="line 2 is not a step record"):
+        run_dir.read_metrics()
+
+
+def test_a_config_that_is_json_but_not_an_object_is_named(tmp_path):
+    run_dir = RunDir(tmp_path)
+    run_dir.config_file.write_text("[1, 2]")
+    with pytest.raises(RunDirError, match="holds a JSON list"):
+        run_dir.read_config()

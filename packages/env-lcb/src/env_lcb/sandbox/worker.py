@@ -100,6 +100,9 @@ DENIED = sorted(
         *(319, 447),  # memfd_create, memfd_secret
         *(29, 30, 31, 67, 64, 65, 66, 220, 68, 69, 70, 71),  # SysV shm, sem, msg
         *(240, 241, 242, 243, 244, 245),  # POSIX message queues
+        # issue 22: host-wide kernel quotas (aio contexts: fs.aio-max-nr; inotify instances: per host uid)
+        # and host-wide writeback (sync, syncfs on a read-only bind of the host's disk)
+        *(206, 253, 294, 162, 306),  # io_setup, inotify_init, inotify_init1, sync, syncfs
     }
 )
 NR_CLONE, NR_CLONE3, NR_PRLIMIT64, NR_FCNTL, NR_IOCTL, NR_SETPGID = 56, 435, 302, 72, 16, 109
@@ -210,7 +213,10 @@ _PREAMBLE_SCOPE: dict = {"__name__": "__preamble__", "__builtins__": __builtins_
 # The only writable directory: /tmp inside bubblewrap; a private temporary directory in degraded mode.
 SCRATCH = os.environ.get("VPO_SANDBOX_SCRATCH", "/tmp")
 COMPILE, TEST = 1, 2
-CONTROL = struct.Struct("=Bdqq")  # kind, CPU seconds, address-space bytes, file-size bytes
+CONTROL = struct.Struct("=Bdqqq")  # kind, CPU seconds, address-space bytes, file-size bytes, task cap (0: none)
+# Inodes of each test's fresh scratch tmpfs (files, directories, symlinks...); its size is bubblewrap's /tmp's.
+SCRATCH_INODES = int(os.environ.get("VPO_SCRATCH_INODES", "8192"))
+MS_NOSUID, MS_NODEV, MS_NOEXEC, MNT_DETACH = 2, 4, 8, 2
 SEALS = fcntl.F_SEAL_WRITE | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
 MEMORY_MARK = b"\nMEMORY\n"  # appended to the result memfd when a MemoryError escapes the program
 STDERR_TAIL = 2000
@@ -226,7 +232,16 @@ def install_seccomp(stage):
         raise OSError(ctypes.get_errno(), "PR_SET_SECCOMP failed")
 
 
-def _limits(cpu_s, mem_bytes, out_bytes):
+def _limits(cpu_s, mem_bytes, out_bytes, tasks=0):
+    """Set a child's rlimits (CPU, address space, file size, 64 files, no core; optionally tasks).
+
+    ``tasks`` is RLIMIT_NPROC: in the sandbox's user namespace it counts the tasks (processes and
+    threads) of the sandbox uid: the broker, the zygote, this child and its threads. The kernel
+    enforces it only where the sandbox uid maps to a host uid other than 0; as host root the host's
+    pids cgroup per worker is the cap (`host._PidsCgroup`).
+    """
+    if tasks:
+        resource.setrlimit(resource.RLIMIT_NPROC, (tasks, tasks))
     cpu = max(1, int(cpu_s + 0.999))
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
     resource.setrlimit(resource.RLIMIT_AS, (mem_bytes, mem_bytes))
@@ -260,11 +275,11 @@ def _ready(ack):
 
 
 # ------------------------------------------------------------------------------------ children
-def _compile_child(cpu_s, mem_bytes, out_bytes, fds):
+def _compile_child(cpu_s, mem_bytes, out_bytes, tasks, fds):
     source_fd, code_fd, err_fd, ack = fds
     mode, fn_name, source = marshal.loads(_read_fd(source_fd))
     os.dup2(err_fd, 2)
-    _limits(cpu_s, mem_bytes, out_bytes)
+    _limits(cpu_s, mem_bytes, out_bytes, tasks)
     install_seccomp("child")
     _ready(ack)
     os.closerange(3, code_fd)
@@ -297,7 +312,7 @@ def _entry_point(scope, fn_name):
     return target
 
 
-def _test_child(cpu_s, mem_bytes, out_bytes, fds):
+def _test_child(cpu_s, mem_bytes, out_bytes, tasks, fds):
     program_fd, stdin_fd, stdout_fd, stderr_fd, result_fd, ack = fds
     mode, fn_name, program = marshal.loads(_read_fd(program_fd))
     test_input = _read_fd(stdin_fd) if mode == "functional" else b""
@@ -308,7 +323,7 @@ def _test_child(cpu_s, mem_bytes, out_bytes, fds):
     os.chdir(SCRATCH)
     for sig in (signal.SIGPIPE, signal.SIGXFSZ):
         signal.signal(sig, signal.SIG_DFL)
-    _limits(cpu_s, mem_bytes, out_bytes)
+    _limits(cpu_s, mem_bytes, out_bytes, tasks)
     install_seccomp("child")
     _ready(ack)
     os.closerange(4, 1 << 16)  # the zygote's socket and every memfd but the test's own 0-3
@@ -344,14 +359,14 @@ def _test_child(cpu_s, mem_bytes, out_bytes, fds):
     os._exit(status if isinstance(status, int) and 0 <= status < 256 else 1)
 
 
-def _child(kind, cpu_s, mem_bytes, out_bytes, fds):
+def _child(kind, cpu_s, mem_bytes, out_bytes, tasks, fds):
     """Runs in a fresh clone of the zygote: never returns."""
     try:
         _AFTER_FORK()
         os.setpgid(0, 0)
         if kind == COMPILE:
-            _compile_child(cpu_s, mem_bytes, out_bytes, fds)
-        _test_child(cpu_s, mem_bytes, out_bytes, fds)
+            _compile_child(cpu_s, mem_bytes, out_bytes, tasks, fds)
+        _test_child(cpu_s, mem_bytes, out_bytes, tasks, fds)
     except BaseException as exc:  # a harness failure before the ready mark, or the program's after it
         try:
             os.write(2, f"HARNESS {type(exc).__name__}: {exc}".encode())
@@ -369,10 +384,10 @@ def _zygote():
             os._exit(0)
         if len(message) != CONTROL.size:
             os._exit(0)
-        kind, cpu_s, mem_bytes, out_bytes = CONTROL.unpack(message)
+        kind, cpu_s, mem_bytes, out_bytes, tasks = CONTROL.unpack(message)
         pid = _SYSCALL(NR_CLONE, CLONE_PARENT | SIGCHLD, 0, 0, 0, 0)
         if pid == 0:
-            _child(kind, cpu_s, mem_bytes, out_bytes, fds)
+            _child(kind, cpu_s, mem_bytes, out_bytes, tasks, fds)
         error = ctypes.get_errno() if pid < 0 else 0
         for fd in fds:
             os.close(fd)
@@ -387,6 +402,35 @@ class _Broker:
         self.reader, self.writer, self.control, self.zygote = reader, writer, control, zygote
         self.scratch_mode = stat.S_IMODE(os.stat(SCRATCH).st_mode)
         self.baseline = self._state()
+        # A fresh tmpfs per test that wrote to the scratch (needs CAP_SYS_ADMIN in the sandbox's user
+        # namespace, which only this process holds); else, as in degraded mode, the scratch is wiped.
+        stats = os.statvfs(SCRATCH)
+        self.tmpfs_options = (
+            f"size={stats.f_blocks * stats.f_frsize},nr_inodes={SCRATCH_INODES},mode={self.scratch_mode:o}"
+        )
+        self.fresh_tmpfs = SCRATCH == "/tmp" and self._mount_scratch(replace=False)
+
+    def _mount_scratch(self, replace):
+        """Mount a new, empty, inode-capped tmpfs on the scratch; the old one (if any) is detached.
+
+        The cost is independent of what a test created: the kernel frees a detached tmpfs whole.
+        """
+        if replace and _LIBC.umount2(SCRATCH.encode(), MNT_DETACH) != 0:
+            return False
+        flags = MS_NOSUID | MS_NODEV | MS_NOEXEC
+        return _LIBC.mount(b"tmpfs", SCRATCH.encode(), b"tmpfs", flags, self.tmpfs_options.encode()) == 0
+
+    def _clean_scratch(self):
+        """Is the scratch empty again? Replaced when a fresh tmpfs is possible, else wiped."""
+        try:  # the common case: nothing was written (chmod is denied to tests, so root's mode is intact)
+            with os.scandir(SCRATCH) as entries:
+                if next(entries, None) is None:
+                    return True
+        except OSError:
+            pass
+        if self.fresh_tmpfs:
+            return self._mount_scratch(replace=True)
+        return _wipe(SCRATCH, self.scratch_mode)
 
     # ----------------------------------------------------------------------- health
     def _state(self):
@@ -406,8 +450,8 @@ class _Broker:
         the end of a job) also: the broker's and the zygote's rlimits, priority, affinity and
         scheduler are compared with their start-up values (seccomp already denies changing them).
         """
-        if not _wipe(SCRATCH, self.scratch_mode):
-            return False, "the scratch directory could not be wiped"
+        if not self._clean_scratch():
+            return False, "the scratch directory could not be replaced or wiped"
         if full:
             try:
                 if self._state() != self.baseline:
@@ -423,7 +467,7 @@ class _Broker:
         The broker does not wait for the zygote's pid reply before blocking in wait4: the reply is
         read after the child exits, or by the deadline handler (one scheduler wake-up less per test).
         """
-        message = CONTROL.pack(kind, job["cpu_s"], job["mem_bytes"], job["out_bytes"])
+        message = CONTROL.pack(kind, job["cpu_s"], job["mem_bytes"], job["out_bytes"], job.get("tasks", 0))
         try:
             socket.send_fds(self.control, [message], fds)
         except OSError:
@@ -627,9 +671,18 @@ def _wipe(root, mode, budget=1_000_000):
             os.chdir(root)
 
 
+def _drop_capabilities():
+    """Empty this process's capability sets (the broker keeps CAP_SYS_ADMIN; nothing below it may)."""
+    header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
+    data = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable x 2 words: all zero
+    if _SYSCALL(126, header, data) != 0:  # capset
+        raise OSError(ctypes.get_errno(), "capset failed")
+
+
 def main():
     """Start the zygote, then serve jobs from stdin until it closes."""
     _PRCTL(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: no /proc/<pid>/mem, fd, maps for any sandbox process
+    os.chdir("/")  # neither the broker nor the zygote keeps a scratch tmpfs busy
     reader, writer = os.dup(0), os.dup(1)  # the host pipes move to private descriptors
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
@@ -641,6 +694,7 @@ def main():
         os.dup2(zygote_end.fileno(), 3)
         os.set_inheritable(3, True)
         os.closerange(4, 1 << 16)  # the host pipes, the broker's socket end
+        _drop_capabilities()
         global _TEST_STREAMS
         exec(compile(PREAMBLE, "<preamble>", "exec"), _PREAMBLE_SCOPE)  # sets the recursion limit to 50000
         sys.set_int_max_str_digits(50000)  # as LiveCodeBench does at import (3.11 refuses ints over 4300 digits)

@@ -246,13 +246,19 @@ class RunDir:
             RunDirError: If it is missing or unreadable.
         """
         try:
-            return dict(json.loads(self.config_file.read_text()))
+            data = json.loads(self.config_file.read_text())
         except FileNotFoundError:
             raise RunDirError(f"{self.config_file} does not exist: {self.path} is not a local run directory.") from None
         except json.JSONDecodeError as exc:
             raise RunDirError(
                 f"{self.config_file} is not valid JSON ({exc.msg}); restore it or start a new run."
             ) from None
+        if not isinstance(data, dict):
+            raise RunDirError(
+                f"{self.config_file} holds a JSON {type(data).__name__}, not the run's config object; restore it "
+                "or start a new run (out=<new dir>)."
+            )
+        return data
 
     def write_config(self, data: dict[str, Any]) -> None:
         """Write ``config.json`` atomically."""
@@ -294,7 +300,7 @@ class RunDir:
             if not line.strip():
                 continue
             try:
-                records.append(json.loads(line))
+                record = json.loads(line)
             except json.JSONDecodeError:
                 if number == len(complete) and not partial:
                     partial = line  # a last line whose newline was written but whose text was cut
@@ -303,6 +309,13 @@ class RunDir:
                     f"{self.metrics_file} line {number} is not JSON; delete that line (or the file, to drop the "
                     "logged history) and run again."
                 ) from None
+            step = record.get("step") if isinstance(record, dict) else None
+            if not isinstance(step, int) or isinstance(step, bool) or step < 0:
+                raise RunDirError(
+                    f"{self.metrics_file} line {number} is not a step record (a JSON object with a whole "
+                    "'step' >= 0); delete that line (or the file, to drop the logged history) and run again."
+                )
+            records.append(record)
         if partial.strip():
             if log is not None:
                 log(f"{self.metrics_file}: dropped a truncated last line (the run was stopped mid-write)")
@@ -403,26 +416,45 @@ class RunDir:
         Raises:
             RunDirError: If it is unreadable.
         """
+        fix = f"delete {self.checkpoint} to restart RL from the warm-started model, or pass out=<new dir>."
         try:
-            return dict(json.loads(self.manifest_file.read_text()))
+            data = json.loads(self.manifest_file.read_text())
         except (OSError, json.JSONDecodeError) as exc:
+            raise RunDirError(f"{self.manifest_file} is unreadable ({type(exc).__name__}); {fix}") from None
+        step = data.get("step") if isinstance(data, dict) else None
+        if not isinstance(step, int) or isinstance(step, bool) or step < 0 or not isinstance(data.get("run_id"), str):
             raise RunDirError(
-                f"{self.manifest_file} is unreadable ({type(exc).__name__}); delete {self.checkpoint} to restart RL "
-                "from the warm-started model, or pass out=<new dir>."
-            ) from None
+                f"{self.manifest_file} is damaged (it must be a JSON object with a whole 'step' >= 0 and a "
+                f"'run_id' string, got {str(data)[:200]}); {fix}"
+            )
+        return dict(data)
 
-    def load_state(self, device: str = "cpu") -> dict[str, Any]:
+    def load_state(self, device: str = "cpu", *, step: int | None = None) -> dict[str, Any]:
         """``state.pt`` (optimizer state and step).
 
+        Args:
+            device: Where tensors are loaded.
+            step: The manifest's step: the state must have been saved at that step (a manifest that
+                claims steps the saved state never ran is refused).
+
         Raises:
-            RunDirError: Naming the file and what to do if it is missing or corrupt.
+            RunDirError: Naming the file and what to do if it is missing, corrupt or disagrees with the manifest.
         """
         import torch
 
+        fix = (
+            f"delete {self.checkpoint} to restart RL from the warm-started model ({self.init_model}), or pass "
+            "out=<new dir> for a new run."
+        )
         try:
-            return dict(torch.load(self.state_file, map_location=device, weights_only=False))
+            state = torch.load(self.state_file, map_location=device, weights_only=False)
         except Exception as exc:  # torch raises many types for a bad file (RuntimeError, EOFError, UnpicklingError)
+            raise RunDirError(f"{self.state_file} is corrupt or unreadable ({type(exc).__name__}); {fix}") from None
+        if not isinstance(state, dict) or not isinstance(state.get("optimizer"), dict):
+            raise RunDirError(f"{self.state_file} holds no optimizer state; {fix}")
+        if step is not None and state.get("step") != step:
             raise RunDirError(
-                f"{self.state_file} is corrupt or unreadable ({type(exc).__name__}); delete {self.checkpoint} to "
-                f"restart RL from the warm-started model ({self.init_model}), or pass out=<new dir> for a new run."
-            ) from None
+                f"{self.manifest_file} claims {step} steps but {self.state_file} was saved after "
+                f"{state.get('step')}: the checkpoint is inconsistent; {fix}"
+            )
+        return dict(state)

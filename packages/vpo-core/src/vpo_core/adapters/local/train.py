@@ -403,7 +403,7 @@ def rl_phase(
     config, run_dir = state.config, state.run_dir
     optimizer = torch.optim.AdamW(policy.model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     if first_step:
-        optimizer.load_state_dict(run_dir.load_state()["optimizer"])
+        optimizer.load_state_dict(run_dir.load_state(step=first_step)["optimizer"])
     history = run_dir.keep_metrics_before(first_step, run_id, _log)
     trackers = open_trackers(config.loggers, run_dir.path, config=config.to_json())
     bar = _progress(config.steps, f"RL {config.method}")
