@@ -246,6 +246,8 @@ def test_maze_pool_reports_validity_and_pareto_coverage():
     assert out["valid"] == 0.75
     assert out["distinct_valid"] == 2.0
     assert out["pareto_covered"] == 1 / len(front)
+
+
 def test_a_k_larger_than_the_pool_is_reported_not_silently_dropped(caplog):
     env = ToyEnv()
     tasks = env.tasks("test")

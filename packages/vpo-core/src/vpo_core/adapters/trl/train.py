@@ -129,7 +129,7 @@ def build_trainer(config: TRLTrainConfig) -> Any:
     """
     import numpy as np
     from datasets import Dataset
-    from trl import GRPOConfig
+    from trl.trainer.grpo_config import GRPOConfig
 
     import vpo_core
     from vpo_core.adapters.local.policy import load_policy

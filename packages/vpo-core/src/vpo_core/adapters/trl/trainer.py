@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from trl import GRPOTrainer
+from trl.trainer.grpo_trainer import GRPOTrainer
 
 from vpo_core.advantages import compute_advantages
 from vpo_core.env import TextEnv
@@ -136,8 +136,9 @@ class VPOGRPOTrainer(GRPOTrainer):
         task_index = gather_object([int(x["task_index"]) for x in inputs])
         task_ids = gather_object(self.scorer.task_ids)
         lengths = gather_object(output["completion_mask"].sum(dim=1).clamp(min=1).tolist())
-        mode = "train" if self.model.training else "eval"
-        group = self.num_generations if mode == "train" else self.num_generations_eval
+        mode = "train" if bool(getattr(self.model, "training", True)) else "eval"
+        group_size: Any = self.num_generations if mode == "train" else self.num_generations_eval
+        group = int(group_size if group_size is not None else self.num_generations)  # type: ignore[arg-type]
         n_groups = len(train) // group
         step = int(self.state.global_step)
         keys = [f"{step}:{b}:{task_ids[b * group]}" for b in range(n_groups)]
