@@ -169,10 +169,7 @@ def markdown(summary: dict[str, Any]) -> str:
         cells = [_cell(entry.get(c)) for c in columns]
         lines.append(f"| {arm} | {entry['mode']} | {len(entry['seeds'])} | " + " | ".join(cells) + " |")
     if regime:
-        lines += ["", "| arm | seeds | " + " | ".join(regime) + " |", "|" + "---|" * (2 + len(regime))]
-        for arm, entry in summary["arms"].items():
-            cells = [_cell(entry.get(c)) for c in regime]
-            lines.append(f"| {arm} | {len(entry['seeds'])} | " + " | ".join(cells) + " |")
+        lines += _arm_table(summary, "arm", list(summary["arms"]), regime)
     if summary["differences"]:
         lines += ["", "| paired difference | " + " | ".join(METRICS) + " |", "|" + "---|" * (1 + len(METRICS))]
         for name, diffs in summary["differences"].items():
@@ -186,15 +183,7 @@ def markdown(summary: dict[str, Any]) -> str:
         lines.append("`*`: the 95% interval excludes 0 (seed × task bootstrap, paired by seed and task).")
     pool_arms = [a for a, e in summary["arms"].items() if any(c in e for c in POOL_METRICS)]
     if pool_arms:
-        lines += [
-            "",
-            "| pool metrics | seeds | " + " | ".join(POOL_METRICS) + " |",
-            "|" + "---|" * (2 + len(POOL_METRICS)),
-        ]
-        for arm in pool_arms:
-            entry = summary["arms"][arm]
-            cells = [_cell(entry.get(c)) for c in POOL_METRICS]
-            lines.append(f"| {arm} | {len(entry['seeds'])} | " + " | ".join(cells) + " |")
+        lines += _arm_table(summary, "pool metrics", pool_arms, POOL_METRICS)
         lines.append("")
         lines.append(
             "pareto_fraction: share of a task's pool that no other candidate of the pool dominates; "
@@ -203,16 +192,18 @@ def markdown(summary: dict[str, Any]) -> str:
         )
     goal_arms = [a for a in summary["arms"] if a.startswith("goal_cond") or a == "vpo"]
     if any(a.startswith("goal_cond") for a in goal_arms):
-        lines += [
-            "",
-            "| goal-conditioned table | seeds | " + " | ".join(GOAL_METRICS) + " |",
-            "|" + "---|" * (2 + len(GOAL_METRICS)),
-        ]
-        for arm in goal_arms:
-            entry = summary["arms"][arm]
-            cells = [_cell(entry.get(c)) for c in GOAL_METRICS]
-            lines.append(f"| {arm} | {len(entry['seeds'])} | " + " | ".join(cells) + " |")
+        lines += _arm_table(summary, "goal-conditioned table", goal_arms, GOAL_METRICS)
     return "\n".join(lines)
+
+
+def _arm_table(summary: dict[str, Any], title: str, arms: Sequence[str], columns: Sequence[str]) -> list[str]:
+    """A blank line, then a markdown table of `columns` per arm (with its seed count)."""
+    lines = ["", f"| {title} | seeds | " + " | ".join(columns) + " |", "|" + "---|" * (2 + len(columns))]
+    for arm in arms:
+        entry = summary["arms"][arm]
+        cells = [_cell(entry.get(c)) for c in columns]
+        lines.append(f"| {arm} | {len(entry['seeds'])} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def plot(summary: dict[str, Any], root: Path, index: dict[str, Any]) -> list[Path]:
