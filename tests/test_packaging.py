@@ -153,6 +153,7 @@ EXTRA_SCOPES: dict[str, dict[str, tuple[str, ...]]] = {
         "vpo_core/adapters/local/trackers.py": ("local", "tracking"),
         "vpo_core/adapters/local/": ("local",),
         "vpo_core/adapters/verl/": ("verl",),
+        "vpo_core/adapters/trl/": ("trl",),
         "vpo_core/gym.py": ("gym",),
     },
 }
@@ -333,7 +334,8 @@ def _vpo_eval_scores_a_served_model(venv: Path, tmp_path: Path, fake_openai) -> 
         scores.append(float(maze.score(task, maze.reference_completion(task))[0] @ maze.reward_spec.w_star_array))
     server = fake_openai(lambda messages, n: [routes[messages[-1]["content"]]] * n)
     out_dir = tmp_path / "eval"
-    cli = [venv / "bin" / "vpo-eval", "--env", "maze-v1", "--base-url", server.base_url, "--limit", "3"]
+    cli = [venv / "bin" / "vpo-eval", "--env", "maze-v1", "--base-url", server.base_url, "--template-options", "none"]
+    cli += ["--limit", "3"]
     _run(*cli, "--samples", "2", "--out", out_dir, cwd=tmp_path, env=_clean_env())
     results = json.loads((out_dir / "results.json").read_text())
     assert results["metrics"]["best@1"] == pytest.approx(sum(scores) / 3)  # every sample is the reference route

@@ -34,7 +34,20 @@ def test_vpo_eval_writes_results_and_samples(tmp_path, fake_openai, capsys):
     env, reply = _maze_replies()
     server = fake_openai(reply)
     out = tmp_path / "eval"
-    argv = ["--env", "maze", "--base-url", server.base_url, "--limit", "2", "--samples", "4", "--out", str(out)]
+    argv = [
+        "--env",
+        "maze",
+        "--base-url",
+        server.base_url,
+        "--template-options",
+        "none",
+        "--limit",
+        "2",
+        "--samples",
+        "4",
+        "--out",
+        str(out),
+    ]
     assert main([*argv, *ENV_OPTIONS, "--concurrency", "2"]) == 0
     captured = capsys.readouterr()
     assert "env=maze has no version; using the latest installed, env=maze-v1" in captured.err
@@ -74,7 +87,20 @@ def test_vpo_eval_multi_mode_and_resume(tmp_path, fake_openai, capsys):
     _, reply = _maze_replies()
     server = fake_openai(reply)
     out = tmp_path / "eval"
-    argv = ["--env", "maze-v1", "--base-url", server.base_url, "--samples", "6", "-m", "3", "--out", str(out)]
+    argv = [
+        "--env",
+        "maze-v1",
+        "--base-url",
+        server.base_url,
+        "--template-options",
+        "none",
+        "--samples",
+        "6",
+        "-m",
+        "3",
+        "--out",
+        str(out),
+    ]
     assert main([*argv, *ENV_OPTIONS, "--limit", "1"]) == 0
     assert len(server.requests) == 1
     assert server.requests[0]["n"] == 2
@@ -110,3 +136,16 @@ def test_vpo_eval_refusals_are_one_line(tmp_path, capsys, extra, needle, code):
     assert needle in err
     assert "Traceback" not in err
     assert not (tmp_path / "e").exists()
+
+
+def test_template_options_need_a_vllm_server_or_are_left_out(tmp_path, fake_openai, capsys):
+    _, reply = _maze_replies()
+    server = fake_openai(reply)
+    argv = ["--env", "maze-v1", "--base-url", server.base_url, "--limit", "1", "--samples", "2", *ENV_OPTIONS]
+    assert main([*argv, "--out", str(tmp_path / "a")]) == 1  # the fake server does not say it is vLLM
+    assert "only vLLM takes chat template options" in capsys.readouterr().err
+    assert main([*argv, "--out", str(tmp_path / "c"), "--server", "vllm"]) == 1  # vLLM, but the pre-fill is unknown
+    assert "pass tokenizer=" in capsys.readouterr().err
+    assert main([*argv, "--out", str(tmp_path / "b"), "--template-options", "none"]) == 0
+    results = json.loads((tmp_path / "b" / "results.json").read_text())
+    assert results["settings"]["chat_template_kwargs"] == {}

@@ -96,6 +96,26 @@ def _parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="keyword of the env's constructor (repeatable), e.g. --env-option data_dir=/data/musique",
     )
+    p.add_argument(
+        "--server",
+        choices=("auto", "vllm", "other"),
+        default="auto",
+        help="the server's kind (auto: vLLM if its model list says so); only vLLM takes the env's chat-template "
+        "options (e.g. Qwen3 thinking off)",
+    )
+    p.add_argument(
+        "--template-options",
+        choices=("profile", "none"),
+        default="profile",
+        help="chat-template options sent: the env profile's (default; needs a vLLM server) or none (the "
+        "server's own template defaults, for other servers)",
+    )
+    p.add_argument(
+        "--tokenizer",
+        default=None,
+        help="the served model's tokenizer directory: tells what its chat template pre-fills in the assistant "
+        "turn (needed with template options; loads transformers)",
+    )
     p.add_argument("--resume", action="store_true", help="continue the evaluation in --out")
     return p
 
@@ -212,7 +232,7 @@ def evaluate(args: argparse.Namespace) -> dict[str, Any]:
         "temperature": args.temperature if args.temperature is not None else profile.eval.temperature,
         "top_p": args.top_p if args.top_p is not None else profile.eval.top_p,
         "max_tokens": args.max_tokens or profile.eval.max_new_tokens(args.mode, m),
-        "chat_template_kwargs": dict(profile.chat_template_kwargs),
+        "chat_template_kwargs": dict(profile.chat_template_kwargs) if args.template_options == "profile" else {},
         "seed": args.seed,
         "base_url": args.base_url,
     }
@@ -224,9 +244,11 @@ def evaluate(args: argparse.Namespace) -> dict[str, Any]:
         args.base_url,
         model=args.model,
         api_key=args.api_key,
-        chat_template_kwargs=profile.chat_template_kwargs,
+        chat_template_kwargs=settings["chat_template_kwargs"],
         timeout_s=args.timeout,
         max_workers=args.concurrency,
+        server=args.server,
+        tokenizer=args.tokenizer,
     )
     settings["model"] = sampler.model
     if args.resume and run_file.exists():

@@ -139,7 +139,7 @@ def test_bad_input_messages(tmp_path, capsys):
     assert train_main(["env=maze-v9", out]) == 2
     assert "unknown env id 'maze-v9'" in capsys.readouterr().err
     assert train_main(["model=/nonexistent/model", out]) == 2
-    assert "does not exist; pass model=" in capsys.readouterr().err
+    assert "model=/nonexistent/model is not a directory" in capsys.readouterr().err
     (tmp_path / "bare").mkdir()
     (tmp_path / "bare" / "config.json").write_text("{}")
     assert train_main([f"model={tmp_path / 'bare'}", out]) == 2

@@ -99,6 +99,8 @@ class CandidateFeed:
         self._calls += sum(r.get("kind") == "call" for r in records)
         if self._calls >= context.iterations:
             raise BudgetReached(f"the search already made its {context.iterations} model calls")
+        if context.stop_when_solved and ledger.solved():  # no model call once a candidate solved the problem
+            raise BudgetReached("a candidate already solves the problem (the full evaluation, hidden tests included)")
         call = ledger.next_ticket()  # unique across worker processes and resumed runs: so are the seeds
         seeds = [call_seed(context.seed, context.arm, context.task.id, call, j) for j in range(self._requests(context))]
         completions: list[str] = []

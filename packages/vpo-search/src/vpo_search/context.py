@@ -31,6 +31,7 @@ class SearchContext:
         max_consecutive_errors: Failed model calls in a row after which the search stops.
         arm: The arm's label.
         feedback: ``"public"`` (the search sees the env's public dimensions only) or ``"all"``.
+        stop_when_solved: Whether the model is called no more once a candidate solves the problem.
     """
 
     env: SearchableEnv
@@ -42,6 +43,7 @@ class SearchContext:
     max_consecutive_errors: int
     arm: str
     feedback: str = "public"
+    stop_when_solved: bool = True
 
     def save(self, root: Path) -> None:
         """Write the context to ``root/context.pkl`` (atomically).

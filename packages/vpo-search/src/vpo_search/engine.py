@@ -211,6 +211,7 @@ def _prepare(env: SearchableEnv, task: Any, options: SearchConfig, root: Path) -
         max_consecutive_errors=options.max_consecutive_errors,
         arm=options.arm,
         feedback=options.feedback,
+        stop_when_solved=options.stop_when_solved,
     )
     context.save(root)
     forget_context(root)
@@ -326,13 +327,7 @@ async def _round(
 
 
 def _solved(ledger: Ledger) -> bool:
-    evaluations = ledger.evaluations()
-    for call in ledger.completed_calls():
-        for program in call["candidates"]:
-            record = None if program is None else evaluations.get(program_hash(program))
-            if record is not None and record["success"]:
-                return True
-    return False
+    return ledger.solved()
 
 
 def search_problem(env: SearchableEnv, task: Any, options: SearchConfig, out: Path) -> RunStatus:

@@ -134,6 +134,16 @@ class Ledger:
         """The successful model calls, in order (one search iteration each)."""
         return [r for r in self.calls() if r.get("kind") == "call"]
 
+    def solved(self) -> bool:
+        """Whether a candidate of a completed model call passed its full evaluation (hidden dimensions included)."""
+        evaluations = self.evaluations()
+        for call in self.completed_calls():
+            for program in call["candidates"]:
+                record = None if program is None else evaluations.get(program_hash(program))
+                if record is not None and record["success"]:
+                    return True
+        return False
+
     def evaluations(self) -> dict[str, dict[str, Any]]:
         """The latest successful evaluation of each program, by `program_hash`."""
         return {r["hash"]: r for r in _read(self.evals_path) if r.get("kind") == "eval"}
