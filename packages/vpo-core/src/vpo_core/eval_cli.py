@@ -162,7 +162,7 @@ def _read_done(path: Path, n_per_task: int) -> dict[str, list[dict[str, Any]]]:
     return {k: v for k, v in done.items() if len(v) == n_per_task}
 
 
-def _score(env: Any, task: Any, text: str, mode: str, m: int, d: int) -> tuple[list[dict[str, Any]], Any, str | None]:
+def _score(env: Any, task: Any, text: str, mode: str, m: int) -> tuple[list[dict[str, Any]], Any, str | None]:
     """The env's one scoring step: (candidates as JSON, rewards (m, d), None).
 
     Parsers are total and rewards are defined for every candidate (the env protocol), so an exception
@@ -293,7 +293,7 @@ def evaluate(args: argparse.Namespace) -> dict[str, Any]:
                 d = env.spec_for(task).dim
                 records = []
                 for j, text in enumerate(texts):
-                    candidates, rewards, error = _score(env, task, text, args.mode, m, d)
+                    candidates, rewards, error = _score(env, task, text, args.mode, m)
                     records.append(
                         {
                             "task_id": task.id,

@@ -326,10 +326,6 @@ async def _round(
         raise KeyboardInterrupt(f"the search was stopped by a signal; its state is saved in {root}: re-run to continue")
 
 
-def _solved(ledger: Ledger) -> bool:
-    return ledger.solved()
-
-
 def search_problem(env: SearchableEnv, task: Any, options: SearchConfig, out: Path) -> RunStatus:
     """Run (or continue) the search on one problem for the arm of `options`.
 
@@ -354,12 +350,12 @@ def search_problem(env: SearchableEnv, task: Any, options: SearchConfig, out: Pa
     deadline = None if options.budget_s is None else time.time() + options.budget_s
     while True:
         done = len(ledger.completed_calls())
-        if options.stop_when_solved and _solved(ledger):
+        if options.stop_when_solved and ledger.solved():
             return RunStatus(done, True, "solved")
         if done >= options.iterations:
-            return RunStatus(done, _solved(ledger), "done")
+            return RunStatus(done, ledger.solved(), "done")
         if deadline is not None and time.time() > deadline:
-            return RunStatus(done, _solved(ledger), "budget")
+            return RunStatus(done, ledger.solved(), "budget")
         started = time.time()
         logger.info("%s %s: iterations %d..%d", options.arm, task.id, done + 1, options.iterations)
         with _openevolve_side_effects():
@@ -376,7 +372,7 @@ def search_problem(env: SearchableEnv, task: Any, options: SearchConfig, out: Pa
                 f"are saved in {root}; fix the endpoint and re-run the same command to continue."
             )
         if deadline is not None and time.time() > deadline:
-            return RunStatus(len(ledger.completed_calls()), _solved(ledger), "budget")
+            return RunStatus(len(ledger.completed_calls()), ledger.solved(), "budget")
         if len(ledger.completed_calls()) == done:
             errors = [r["error"] for r in records if r.get("kind") == "call_error"]
             hint = (

@@ -45,7 +45,7 @@ def template_prefill(tokenizer: Any, chat_template_kwargs: Mapping[str, Any] | N
 
     Qwen3 with ``enable_thinking=False`` pre-fills an empty think block (two newlines inside ``<think>``
     tags, two after): it is in the prompt, so it never appears among the generated tokens, yet it is
-    part of the assistant's turn (the authors score ToolRL's format dimension with it). Found
+    part of the assistant's turn, and an env's reward may score it (a format dimension, say). Found
     generically: the generation prompt with the options minus the generation prompt without them, when
     the latter is a prefix of the former. A template that pre-fills text whatever the options (none
     of the paper's models) is not detected.
