@@ -99,16 +99,16 @@ def zscore_rule(
         Advantages, shape S; zeros for a constant group.
     """
     tolerance = eps_per_unit(eps, scale)
-    singleton = np.broadcast_to(np.equal(count, 1), x.shape)
     if std == "population":
         sd = np.sqrt(sum_sq / count)
         degenerate = constant | (sd < tolerance)
     else:
+        singleton = np.broadcast_to(np.equal(count, 1), x.shape)
         sd = np.sqrt(sum_sq / np.maximum(np.subtract(count, 1), 1))
         degenerate = constant | singleton
     out = np.zeros_like(x)
     np.divide(centred, sd + tolerance, out=out, where=~np.broadcast_to(degenerate, x.shape))
-    if std == "unbiased":
+    if std == "unbiased":  # veRL: a singleton group gets mean 0 and std 1
         out[singleton] = x[singleton] / (1.0 + eps)
     return out
 
