@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -156,6 +157,21 @@ def test_check_env_bounds_the_time_of_each_input():
     # 30,000 characters of unmatched tags take the lazy regex ~0.4 s here; the linear scan ~1 ms.
     with pytest.raises(EnvCheckError, match=r"unmatched .* took .* over the 0.05 s bound; parsers must be linear"):
         check_env(_LazyRegex(), fuzz_chars=30_000, time_limit_s=0.05, max_tasks=1)
+
+
+class _Descheduled(GuessEnv):
+    """A linear parser whose process loses the CPU for a while on each parse (a loaded machine)."""
+
+    def _bodies(self, completion, mode, m):
+        if len(completion) > 1_000:
+            time.sleep(0.1)  # wall-clock time passes, no CPU time is spent
+        return super()._bodies(completion, mode, m)
+
+
+def test_check_env_time_bound_ignores_time_the_process_spends_waiting():
+    # The bound is on min(wall, CPU): another process holding the cores does not fail a linear parser
+    # (it did with wall-clock time: check_env of env-lcb failed at load 16), the lazy regex still fails.
+    check_env(_Descheduled(), fuzz_chars=30_000, time_limit_s=0.05, max_tasks=1)
 
 
 def test_markers_come_from_the_envs_own_prompt_and_reference():

@@ -247,7 +247,9 @@ def check_env(
         splits: Splits to check (default: the env's `splits`).
         fuzz_chars: Length of the large adversarial completions (see `adversarial_completions`).
         time_limit_s: Longest a parse plus its rewards may take on one adversarial completion (a
-            linear parser needs milliseconds; a quadratic one needs ~20 s at 200,000 characters).
+            linear parser needs milliseconds; a quadratic one needs ~20 s at 200,000 characters). The
+            time counted is the smaller of wall-clock and this process's CPU time, so neither other
+            processes on a loaded machine (wall) nor the env's own worker threads (CPU) inflate it.
 
     Raises:
         EnvCheckError: On the first failed check, with a message naming it.
@@ -332,9 +334,9 @@ def _check_task(
         reference = env.reference_completion(task, mode=mode, m=k)  # type: ignore[arg-type]
         marks = markers(*(msg["content"] for msg in messages), reference)
         for name, text in adversarial_completions(marks, reference, fuzz_chars):
-            started = time.perf_counter()
+            wall, cpu = time.perf_counter(), time.process_time()
             _check_parse(env, task, text, mode, k, f"{where} [{name}]")
-            seconds = time.perf_counter() - started
+            seconds = min(time.perf_counter() - wall, time.process_time() - cpu)  # see `time_limit_s`
             if seconds > time_limit_s:
                 _fail(
                     f"{where} [{name}]: parsing and scoring {len(text):,} characters took {seconds:.1f} s on task "
