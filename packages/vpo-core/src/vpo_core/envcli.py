@@ -6,7 +6,7 @@
 
 A completions file is JSON lines ``{"index": <task index>, "completion": "<text>"}``; several
 lines per index form that task's pool (iid samples in single mode, chains in multi mode). ``score``
-reports the paper's pool metrics with the same code as ``apps/evaluate.py`` (`vpo_core.pool`):
+reports the paper's pool metrics with the same code as ``apps/evaluate.py`` (`vpo_core.evaluation.metrics`):
 best@k, pass@k, E_w[best@k], best@k of the env's ``profile.report_dims``, diversity and ρ̄.
 
 This command line keeps argparse rather than the apps' config layer (`vpo_core.cli_config`): an env
@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from vpo_core.env import TextEnv
-from vpo_core.pool import pool_summary
+from vpo_core.evaluation.metrics import pool_summary
 from vpo_core.types import Mode
 
 __all__ = ["main", "score_pools"]
@@ -76,7 +76,7 @@ def score_pools(
     m: int,
     extra: Extra | None = None,
 ) -> dict[str, Any]:
-    """Score pools of completions and summarise them with the paper's pool metrics (`vpo_core.pool`).
+    """Score pools of completions and summarise them with the paper's pool metrics (`vpo_core.evaluation.metrics`).
 
     Args:
         env: The environment.

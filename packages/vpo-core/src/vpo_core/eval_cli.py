@@ -205,7 +205,7 @@ def evaluate(args: argparse.Namespace) -> dict[str, Any]:
     import vpo_core
     from vpo_core.adapters.local.openai_sampler import OpenAISampler
     from vpo_core.env_options import check_env
-    from vpo_core.pool import pool_summary
+    from vpo_core.evaluation.metrics import pool_summary
 
     env_id, options = check_env(args.env, _env_options(args.env_option), warn=_log)
     if args.mode is None:
