@@ -216,7 +216,7 @@ def plot(summary: dict[str, Any], root: Path, index: dict[str, Any]) -> list[Pat
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from vpo_core.adapters.local.plots import HIGHLIGHT, line_style, smooth
+    from vpo_core.evaluation.plots import HIGHLIGHT, line_style, smooth
 
     written = []
     groups: dict[tuple[str, str], list[str]] = defaultdict(list)  # (start, step) -> arms
@@ -271,7 +271,7 @@ def _plot_curves(summary: dict[str, Any], arms: list[str], path: Path, *, title:
     """best@k vs k of `arms` in one figure (the method of interest bold with its band)."""
     import matplotlib.pyplot as plt
 
-    from vpo_core.adapters.local.plots import HIGHLIGHT, integer_k_axis, line_style
+    from vpo_core.evaluation.plots import HIGHLIGHT, integer_k_axis, line_style
 
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
     max_k = 1
