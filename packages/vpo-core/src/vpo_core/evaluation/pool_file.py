@@ -37,7 +37,7 @@ FORMAT_VERSION = 1
 """Version of the metadata layout; `load_pool` reads this one and the pools saved before metadata existed."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class SavedPool:
     """A split's candidate pools and how they were made.
 
