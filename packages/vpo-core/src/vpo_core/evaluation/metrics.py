@@ -164,20 +164,24 @@ def best_at_k_of_pool(values: NDArray[np.float64], k: int, *, mode: str) -> Any:
     return float(out) if values.ndim == 2 else np.asarray(out)
 
 
-def best_at_k_curve_of_pool(values: NDArray[np.float64], *, mode: str) -> NDArray[np.float64]:
-    """best@k for every k the pools allow (k = 1..n·m in multi mode, 1..n in single mode).
+def best_at_k_curve_of_pool(
+    values: NDArray[np.float64], *, mode: str, ks: Sequence[int] | NDArray[np.int64] | None = None
+) -> NDArray[np.float64]:
+    """best@k of pools for several k (`best_at_k_of_pool` for each k, the iid case with one sort).
 
     Args:
         values: Values of each candidate, shape (T, n, m).
         mode: ``"multi"`` (chain estimator) or ``"single"`` (iid, column 0).
+        ks: The k values (default every k the pools allow: 1..n·m in multi mode, 1..n in single mode).
 
     Returns:
-        best@k per pool and k, shape (T, K).
+        best@k per pool and k, shape (T, len(ks)).
     """
     values = np.asarray(values)
     if mode == "multi":  # chains: one batched estimator call per k
-        return np.stack([best_at_k_of_pool(values, k, mode=mode) for k in range(1, values[0].size + 1)], axis=1)
-    return best_at_k_curve(values[:, :, 0])
+        k_values = range(1, values[0].size + 1) if ks is None else ks
+        return np.stack([best_at_k_of_pool(values, int(k), mode=mode) for k in k_values], axis=-1)
+    return best_at_k_curve(values[:, :, 0], ks)
 
 
 def _pool_size(rewards: NDArray[np.float64], mode: str) -> int:

@@ -15,14 +15,16 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from vpo_core.env import TextEnv
 from vpo_core.evaluation.metrics import KS, pool_metrics
 from vpo_core.types import Message, Task
 from vpo_core.weights import dirichlet_weights
+
+if TYPE_CHECKING:  # vpo_core.env imports the tabular study, which reads vpo_core.evaluation
+    from vpo_core.env import TextEnv
 
 __all__ = [
     "CONDITIONINGS",
