@@ -30,8 +30,9 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 
 from vpo_core import compute_advantages  # noqa: E402
-from vpo_core.advantages import group_zscore, rollout_scalars  # noqa: E402
+from vpo_core.advantages import rollout_scalars  # noqa: E402
 from vpo_core.metrics import best_at_k_curve  # noqa: E402
+from vpo_core.normalizers import group_zscore  # noqa: E402
 from vpo_core.weights import KeyedWeights  # noqa: E402
 
 B, G, M, D, K, L = 128, 8, 3, 32, 100, 512

@@ -15,15 +15,14 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from vpo_core import METHODS, compute_advantages
-from vpo_core.advantages import (
+from vpo_core.advantages import rollout_scalars
+from vpo_core.layout import group_layout, zscore_by_index
+from vpo_core.normalizers import (
     gdpo_advantages,
-    group_layout,
     group_zscore,
     max_at_k_advantages,
     max_at_k_transform,
     maxrl_advantages,
-    rollout_scalars,
-    zscore_by_index,
 )
 from vpo_core.objectives import linear_reward, multi_rlvr_reward, vpo_reward
 from vpo_core.weights import dirichlet_weights, group_weights, stable_seed

@@ -10,7 +10,6 @@ import pytest
 
 import vpo_core
 from vpo_core import METHODS, compute_advantages, get_method
-from vpo_core.advantages import group_zscore
 from vpo_core.methods import (
     NORMALIZERS,
     OBJECTIVES,
@@ -20,6 +19,7 @@ from vpo_core.methods import (
     register_normalizer,
     register_objective,
 )
+from vpo_core.normalizers import group_zscore
 from vpo_core.weights import dirichlet_weights
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -4,21 +4,23 @@ In the style of veRL's ``core_algos`` (``register_adv_est``), the two halves of 
 registered by name with decorators, and a method is a record naming one of each:
 
 * an **objective** (`register_objective`) turns each rollout's (m, d) reward matrix into the
-  number(s) its group compares (`vpo_core.advantages` registers ``w_star``, ``random_w``,
+  number(s) its group compares (`vpo_core.objectives` registers ``w_star``, ``random_w``,
   ``goal_w``, ``per_dim``, ``multi_sum`` and ``vpo``);
-* a **normaliser** (`register_normalizer`) turns a group's scalars into advantages (``zscore``,
-  ``max_at_k``, ``maxrl``, ``gdpo``) and declares the keyword options it reads beyond ``std`` and
-  ``eps``.
+* a **normaliser** (`register_normalizer`) turns a group's scalars into advantages
+  (`vpo_core.normalizers` registers ``zscore``, ``max_at_k``, ``maxrl``, ``gdpo``) and declares the
+  keyword options it reads beyond ``std`` and ``eps``.
 
 `register_method` adds a method with its prompt mode, default m, objective, normaliser and whether
 its weights are written into the prompt. Two rules live here and nowhere else: how a method's mode
 fixes m (`check_mode_m`, `Method.resolve_m`) and which goal weights a goal-conditioned prompt gets
-(`goal_weights`). `vpo_core.compute_advantages`, both engines and the apps read these records.
+(`goal_weights`, and `task_goal_weights` for a batch of tasks). `vpo_core.compute_advantages`, both
+engines and the apps read these records: an entry point resolves a name once (`get_method`) and
+passes the `Method` on. docs/adding-a-method.md walks through adding a method with its own normaliser.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
@@ -40,6 +42,7 @@ __all__ = [
     "register_method",
     "register_normalizer",
     "register_objective",
+    "task_goal_weights",
 ]
 
 Mode = Literal["single", "multi"]
@@ -120,6 +123,25 @@ def goal_weights(d: int, *, seed: int, task_id: Hashable) -> NDArray[np.float64]
     return dirichlet_weights(d, 1, seed=seed, key=("goal", task_id))[0]
 
 
+def task_goal_weights(dims: Sequence[int], task_ids: Sequence[Hashable], *, seed: int) -> NDArray[np.float64]:
+    """`goal_weights` of a batch of tasks, stacked: what each engine writes into its prompts.
+
+    Args:
+        dims: Each task's d, length T (equal for all tasks: the rows are stacked).
+        task_ids: Each task's id, length T.
+        seed: The run's seed.
+
+    Returns:
+        Weights, shape (T, d).
+
+    Raises:
+        ValueError: If the lengths differ, T is 0, or the tasks' d differ.
+    """
+    if len(dims) != len(task_ids) or not task_ids:
+        raise ValueError(f"give one d per task and at least one task, got {len(dims)} d for {len(task_ids)} tasks.")
+    return np.stack([goal_weights(int(d), seed=seed, task_id=t) for d, t in zip(dims, task_ids, strict=True)])
+
+
 @dataclass(frozen=True)
 class Method:
     """One training method.
@@ -163,6 +185,12 @@ class Method:
         """The weights to write into a task's prompt: `goal_weights` for goal-conditioned methods, else None."""
         return goal_weights(d, seed=seed, task_id=task_id) if self.goal_prompt else None
 
+    def task_goal_weights(
+        self, dims: Sequence[int], task_ids: Sequence[Hashable], *, seed: int
+    ) -> NDArray[np.float64] | None:
+        """`task_goal_weights` for goal-conditioned methods, else None."""
+        return task_goal_weights(dims, task_ids, seed=seed) if self.goal_prompt else None
+
 
 METHODS: dict[str, Method] = {}
 
@@ -190,19 +218,22 @@ def register_method(
     return method
 
 
-def get_method(name: str) -> Method:
-    """Look up a method by name.
+def get_method(name: str | Method) -> Method:
+    """Look up a method by name (a `Method` record is returned as it is, so entry points take either).
 
     Raises:
         ValueError: If the name is unknown; the message lists the valid names.
     """
+    if isinstance(name, Method):
+        return name
     try:
         return METHODS[name]
     except (KeyError, TypeError):
         raise ValueError(f"unknown method {name!r}; choose one of {sorted(METHODS)}.") from None
 
 
-# The methods of the VPO paper (section 4.2 and appendix). Objectives and normalisers: `vpo_core.advantages`.
+# The methods of the VPO paper (section 4.2 and appendix). Objectives: `vpo_core.objectives`; normalisers:
+# `vpo_core.normalizers`.
 register_method("grpo", mode="single", m=1, objective="w_star", normalizer="zscore",
                 description="GRPO on the fixed scalar w*·r")  # fmt: skip
 register_method("random_w", mode="single", m=1, objective="random_w", normalizer="zscore",

@@ -169,3 +169,26 @@ def test_strict_json_writes_null_for_undefined_numbers(tmp_path):
     assert "Infinity" not in text
     strict_json.write(tmp_path / "r.json", [math.nan])
     assert json.loads((tmp_path / "r.json").read_text()) == [None]
+
+
+def test_sigterm_during_the_start_leaves_no_run_directory(tmp_path):
+    """`kill` (SIGTERM) during the warm-up unwinds like Ctrl-C: exit 143, the fresh folder removed."""
+    import signal
+    import time
+
+    out = tmp_path / "run"
+    args = [*TINY, "warmup_steps=1000000", "steps=0", f"out={out}"]
+    process = subprocess.Popen([sys.executable, str(TRAIN_APP), *args], stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    try:
+        deadline = time.monotonic() + 300
+        while not (out / "config.json").exists():  # the run directory exists: the warm-up is under way
+            assert process.poll() is None, process.stderr.read() if process.stderr else ""
+            assert time.monotonic() < deadline, "the run never started"
+            time.sleep(0.2)
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=120)
+    finally:
+        process.kill()
+    assert process.returncode == 128 + signal.SIGTERM, err
+    assert "the run stopped before its warm-started model was saved" in err
+    assert not out.exists()

@@ -31,14 +31,9 @@ from vpo_core.adapters.verl.export import count_overlong, export_split, rows_for
 from vpo_core.adapters.verl.launch import compose, main, merge_command, validate  # noqa: E402
 from vpo_core.adapters.verl.recipes import GENERIC_MODEL, SHARED, cell, estimator_for, overrides  # noqa: E402
 from vpo_core.adapters.verl.reward import score_trajectory  # noqa: E402
-from vpo_core.advantages import (  # noqa: E402
-    gdpo_advantages,
-    group_layout,
-    max_at_k_advantages,
-    maxrl_advantages,
-    rollout_scalars,
-    zscore_by_index,
-)
+from vpo_core.advantages import rollout_scalars  # noqa: E402
+from vpo_core.layout import group_layout, zscore_by_index  # noqa: E402
+from vpo_core.normalizers import gdpo_advantages, max_at_k_advantages, maxrl_advantages  # noqa: E402
 from vpo_core.profile import EnvProfile  # noqa: E402
 from vpo_core.qmc import sobol_weights  # noqa: E402
 from vpo_core.registry import resolve_env_class  # noqa: E402

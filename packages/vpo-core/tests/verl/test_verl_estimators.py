@@ -12,7 +12,8 @@ pytestmark = pytest.mark.verl
 from omegaconf import OmegaConf  # noqa: E402
 
 from vpo_core.adapters.verl.estimators import grpo_pop, max_at_k, maxrl  # noqa: E402
-from vpo_core.advantages import group_layout, max_at_k_advantages, maxrl_advantages  # noqa: E402
+from vpo_core.layout import group_layout  # noqa: E402
+from vpo_core.normalizers import max_at_k_advantages, maxrl_advantages  # noqa: E402
 
 ESTIMATORS = {"grpo_pop": grpo_pop, "maxrl": maxrl, "max_at_k": max_at_k}
 

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from vpo_core.advantages import compute_advantages, group_zscore
-from vpo_core.methods import get_method, goal_weights
+from vpo_core.advantages import compute_advantages
+from vpo_core.methods import get_method
+from vpo_core.normalizers import group_zscore
 from vpo_core.tabular.policy import Adam, TabularPolicy
 from vpo_core.tabular.table import Candidates
 
@@ -76,13 +77,11 @@ def method_advantages(
     its own prompt's w (and is evaluated on it: it cannot be re-prompted with w*).
     """
     spec = get_method(method)
-    goal = None
-    if spec.goal_prompt:
-        goal = np.stack([goal_weights(len(w_star), seed=seed, task_id=t) for t in task_ids])
+    goal = spec.task_goal_weights([len(w_star)] * len(task_ids), task_ids, seed=seed)
 
     def advantages(rewards: NDArray[np.float64], keys: Sequence[str]) -> NDArray[np.float64]:
         return compute_advantages(
-            method, rewards, w_star=w_star, seed=seed, group_keys=list(keys), num_weights=num_weights, goal_weights=goal
+            spec, rewards, w_star=w_star, seed=seed, group_keys=list(keys), num_weights=num_weights, goal_weights=goal
         )
 
     return advantages

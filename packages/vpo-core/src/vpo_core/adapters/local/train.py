@@ -18,7 +18,9 @@ import dataclasses
 import json
 import math
 import shutil
+import signal
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -54,12 +56,36 @@ def main(argv: list[str]) -> int:
         _log(f"error: {message}")
         return 2
     try:
-        run(config)
+        with termination_as_exit():
+            run(config)
     except (ValueError, KeyError, FileNotFoundError, RunDirError) as exc:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
         _log(f"error: {message}")
         return 2
     return 0
+
+
+@contextmanager
+def termination_as_exit() -> Iterator[None]:
+    """Turn SIGTERM (``kill``, a scheduler's stop) into ``SystemExit(143)`` while the block runs.
+
+    Python's default SIGTERM ends the process without unwinding, so a start stopped that way left its
+    run directory behind and blocked the retry; as an exception it takes the same path as Ctrl-C
+    (`_remove_failed_start`; a checkpoint is replaced by a rename swap, so a stop during RL stays
+    resumable). Outside the main thread signals cannot be handled, and the block runs unchanged.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def preflight(config: TrainConfig) -> TrainConfig:

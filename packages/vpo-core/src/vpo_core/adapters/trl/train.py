@@ -127,7 +127,6 @@ def build_trainer(config: TRLTrainConfig) -> Any:
     Returns:
         The trainer (call ``.train()``).
     """
-    import numpy as np
     from datasets import Dataset
     from trl.trainer.grpo_config import GRPOConfig
 
@@ -136,7 +135,6 @@ def build_trainer(config: TRLTrainConfig) -> Any:
     from vpo_core.adapters.local.samplers import render_chat
     from vpo_core.adapters.trl.trainer import EnvScorer, VPOGRPOTrainer
     from vpo_core.adapters.verl.reward import template_prefill
-    from vpo_core.methods import goal_weights
 
     env = vpo_core.make(config.env, **config.env_options)
     method = get_method(config.method)
@@ -147,11 +145,7 @@ def build_trainer(config: TRLTrainConfig) -> Any:
     policy = load_policy(model_dir, config.device)
     tokenizer = policy.tokenizer
     template_kwargs = dict(env.profile.chat_template_kwargs)
-    goal = (
-        np.stack([goal_weights(env.spec_for(t).dim, seed=config.seed, task_id=t.id) for t in tasks])
-        if method.goal_prompt
-        else None
-    )
+    goal = method.task_goal_weights([env.spec_for(t).dim for t in tasks], [t.id for t in tasks], seed=config.seed)
     rows = [
         {
             "prompt": render_chat(

@@ -157,7 +157,7 @@ class VPOGRPOTrainer(GRPOTrainer):
         options = dict(self.vpo_options)
         std = options.pop("std")
         advantages = compute_advantages(
-            self.method.name,
+            self.method,
             rewards,
             w_star=w_star,
             group_keys=keys,

@@ -85,9 +85,10 @@ RUN_DEFAULTS: Mapping[str, Any] = {
 LOGGERS = ("console", "file", "tensorboard", "wandb", "mlflow", "swanlab", "trackio")
 """Trackers accepted by ``logger=`` (veRL's ``trainer.logger``); ``console`` and ``file`` need nothing."""
 
-ESTIMATORS: Mapping[str, str] = {"zscore": "grpo_pop", "gdpo": "gdpo", "max_at_k": "max_at_k", "maxrl": "maxrl"}
+ESTIMATORS: dict[str, str] = {"zscore": "grpo_pop", "gdpo": "gdpo", "max_at_k": "max_at_k", "maxrl": "maxrl"}
 """veRL estimator of each group normaliser. veRL's built-in ``grpo`` divides by the unbiased std; the
-paper's appendix uses the population std, hence ``grpo_pop`` (registered by vpo-core's plugin)."""
+paper's appendix uses the population std, hence ``grpo_pop`` (registered by vpo-core's plugin). A
+normaliser added outside vpo-core is mapped by `vpo_core.adapters.verl.plugin.register_estimator`."""
 
 GENERIC_MODEL = "Qwen/Qwen2.5-1.5B-Instruct"
 """Model of an env without a paper recipe: small, instruction-tuned, and without a thinking mode, so no
@@ -138,9 +139,9 @@ def estimator_for(method: str) -> str:
         known = ", ".join(f"{name} -> {est}" for name, est in ESTIMATORS.items())
         raise ValueError(
             f"method {method!r} normalises with {normalizer!r}, which the veRL adapter has no advantage estimator "
-            f"for (it maps {known}). Train it with the local engine (apps/train.py), or register a veRL estimator "
-            f"for it (verl.trainer.ppo.core_algos.register_adv_est, as vpo_core.adapters.verl.plugin does) and map "
-            f"{normalizer!r} to it in vpo_core.adapters.verl.recipes.ESTIMATORS."
+            f"for (it maps {known}). Train it with the local engine (apps/train.py), or give it a veRL estimator "
+            f"with vpo_core.adapters.verl.plugin.register_estimator({normalizer!r}) in a module named by a "
+            f"verl.plugins entry point (docs/adding-a-method.md)."
         )
     return ESTIMATORS[normalizer]
 

@@ -66,7 +66,7 @@ def score_trajectory(
     goal = extra_info.get("goal_weights")
     goal_weights = None if goal is None or len(goal) == 0 else np.asarray(goal, dtype=np.float64)[None, :]
     scalar = rollout_scalars(
-        method.name,
+        method,
         train[None, None],
         w_star=spec.w_star,
         seed=seed,
