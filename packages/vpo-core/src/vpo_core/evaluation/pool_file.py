@@ -215,27 +215,40 @@ def load_pool(path: str | os.PathLike[str]) -> SavedPool:
 def _legacy_pool(file: Path, rewards: NDArray[Any]) -> SavedPool:
     """A pool saved without metadata: what its evaluation's results.json or its summary's index.json says."""
     pool = SavedPool(rewards=rewards, mode=legacy_mode(rewards), source="shape")
-    results = file.parent / "results.json"
-    if results.is_file():
-        rows = json.loads(results.read_text())
-        named = [
-            (k, r) for k, r in rows.items() if isinstance(r, dict) and r.get("settings", {}).get("file") == file.name
-        ]
-        if not named and len(rows) == 1 and file.suffix == ".npz":
-            named = list(rows.items())
-        if named and isinstance(named[0][1].get("mode"), str):
+    rows = _read_json(file.parent / "results.json")
+    if isinstance(rows, dict):
+        named = [(k, r) for k, r in rows.items() if isinstance(r, dict) and _settings(r).get("file") == file.name]
+        if not named and len(rows) == 1 and file.suffix == ".npz":  # a calibration folder: pool.npz, one row
+            named = [(k, r) for k, r in rows.items() if isinstance(r, dict)]
+        if named and named[0][1].get("mode") in ("single", "multi"):
             label, row = named[0]
-            settings = dict(row.get("settings", {}))
+            settings = dict(_settings(row))
             env = settings.pop("env", None)
             return replace(pool, mode=row["mode"], env=env, label=label, settings=settings, source="results.json")
     for folder in (file.parent, file.parent.parent):
-        index = folder / "index.json"
-        if not index.is_file():
+        summary = _read_json(folder / "index.json")
+        if not isinstance(summary, dict):
             continue
-        summary = json.loads(index.read_text())
         relative = file.resolve().relative_to(folder.resolve()).as_posix()
         for record in summary.get("pools", []):
-            if record.get("pool") == relative and isinstance(record.get("mode"), str):
+            if (
+                isinstance(record, dict)
+                and record.get("pool") == relative
+                and record.get("mode") in ("single", "multi")
+            ):
                 env = summary.get("config", {}).get("env")
                 return replace(pool, mode=record["mode"], env=env, label=record.get("label"), source="index.json")
     return pool
+
+
+def _read_json(path: Path) -> Any:
+    """The JSON in `path`, or None where there is none (no file, or not JSON)."""
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _settings(row: dict[str, Any]) -> dict[str, Any]:
+    settings = row.get("settings")
+    return settings if isinstance(settings, dict) else {}
