@@ -128,3 +128,13 @@ def test_one_best_at_k_of_a_pool_batched_or_not():
         assert best_at_k_of_pool(scores[0], k, mode="multi") == pytest.approx(float(best_at_k_chains(scores[0], k)))
     for k in (1, 5):
         np.testing.assert_allclose(best_at_k_of_pool(scores, k, mode="single"), best_at_k(scores[..., 0], k))
+
+
+def test_a_broken_record_beside_an_old_pool_falls_back_to_the_shape_rule(tmp_path):
+    np.save(tmp_path / "pool_x.npy", np.zeros((1, 2, 3, 4)))
+    (tmp_path / "results.json").write_text("{not json")
+    assert load_pool(tmp_path / "pool_x.npy").source == "shape"
+    (tmp_path / "results.json").write_text(json.dumps({"x": {"mode": "single", "settings": "pool_x.npy"}}))
+    (tmp_path / "index.json").write_text(json.dumps({"pools": [{"pool": "pool_x.npy", "mode": "chains"}]}))
+    pool = load_pool(tmp_path / "pool_x.npy")
+    assert (pool.mode, pool.source) == ("multi", "shape")
