@@ -9,7 +9,7 @@ candidates, d dims). For each pool this prints ρ̄ (flatten to (N, d), drop zer
 mean of the off-diagonal entries: the appendix's recipe), best@16 under the env's w* (the GRPO scalar;
 k is capped at the pool's size per prompt) and a verdict, then the paper's ρ̄-vs-best@16 table with
 this env's row (``vpo=`` and ``grpo=`` fill its two columns; ``paper=true`` adds the paper's rows).
-``vpo=``, ``grpo=`` and ``pools=`` take pool files or checkpoints: a path that does not end in ``.npy``
+``vpo=``, ``grpo=`` and ``pools=`` take pool files or checkpoints: a path that does not end in ``.npy`` (or ``.npz``)
 is sampled first by apps/evaluate.py (its own process, the env profile's final-evaluation sampler;
 ``evaluate=`` adds its options, e.g. ``evaluate="tasks=100 samples=48"``) into ``out=<dir>/<label>``,
 and its pool (conditioned on w* for goal-conditioned rows) is diagnosed. A base model's pool is enough
@@ -57,12 +57,12 @@ class DiagnoseConfig:
 
 
 def _load(path: str) -> Any:
-    import numpy as np
+    from vpo_core.evaluation import load_pool
 
     p = Path(path)
     if not p.is_file():
         raise SystemExit(f"error: pool file {p} does not exist (apps/evaluate.py writes pool_<row>.npy to its out=).")
-    return np.load(p)
+    return load_pool(p)
 
 
 EVALUATE = Path(__file__).resolve().parent / "evaluate.py"
@@ -104,14 +104,19 @@ def main(argv: list[str] | None = None) -> int:
     test_tasks = list(env.tasks("test"))
     named = [("vpo", config.vpo), ("grpo", config.grpo)]
     named += [(Path(p.strip()).stem.removeprefix("pool_"), p.strip()) for p in config.pools.split(",") if p.strip()]
-    named = [(label, path if path.endswith(".npy") else _sample(label, path, config)) for label, path in named if path]
+    named = [
+        (label, path if path.endswith((".npy", ".npz")) else _sample(label, path, config))
+        for label, path in named
+        if path
+    ]
     if not named:
         print("error: give at least one pool: vpo=, grpo= or pools=", file=sys.stderr)
         return 2
     results = {}
     for label, path in named:
         try:
-            pool = _load(path)
+            saved = _load(path)
+            pool = saved.rewards
             if pool.ndim != 4 or pool.shape[0] > len(test_tasks) or pool.shape[-1] != spec.dim:
                 raise ValueError(
                     f"a pool of shape {pool.shape} is not (T <= {len(test_tasks)} test tasks, n, m, {spec.dim} reward "
@@ -119,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
                 )
             # each task's own w* (the pool's T prompts are the first T test tasks, as apps/evaluate.py samples them)
             w_star = task_w_stars(env, test_tasks[: pool.shape[0]], pool.shape[-1])
-            results[label] = d = diagnose_pool(label, pool, w_star, k=config.k)
+            results[label] = d = diagnose_pool(label, pool, w_star, k=config.k, mode=saved.mode)
         except ValueError as error:
             print(f"error: {path}: {error}", file=sys.stderr)
             return 2

@@ -1,4 +1,4 @@
-"""Pool metrics (vpo_core.pool): the same numbers as the evaluation code they replaced, report dims, padding."""
+"""Pool metrics (vpo_core.evaluation.metrics): the same numbers as the evaluation code they replaced, report dims, padding."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from vpo_core import EnvProfile, RewardSpec, Task, TextEnv
 from vpo_core.envcli import score_pools
+from vpo_core.evaluation.metrics import KS, pool_curve, pool_summary, task_pool_metrics
 from vpo_core.metrics import (
     best_at_k,
     best_at_k_chains,
@@ -21,7 +22,6 @@ from vpo_core.metrics import (
     pass_at_k,
     reward_diversity,
 )
-from vpo_core.pool import KS, pool_curve, pool_summary, task_pool_metrics
 
 SPEC = RewardSpec.uniform(["hop", "gold", "answer_f1"])
 
@@ -213,8 +213,8 @@ def test_envcli_score_uses_the_same_metrics():
     )
 )
 def test_validity_metrics_match_a_plain_count(rows):
+    from vpo_core.evaluation.metrics import validity_metrics
     from vpo_core.metrics import reward_diversity
-    from vpo_core.pool import validity_metrics
 
     rewards = np.array(rows, dtype=np.float64).reshape(-1, 3)
     pareto = np.array([[1.0, 1.0, 0.25], [0.5, 0.0, 0.0]])
@@ -233,7 +233,7 @@ def test_validity_metrics_match_a_plain_count(rows):
 
 def test_maze_pool_reports_validity_and_pareto_coverage():
     import vpo_core
-    from vpo_core.pool import task_pool_metrics
+    from vpo_core.evaluation.metrics import task_pool_metrics
 
     env = vpo_core.make("maze-v1")
     task = env.tasks("test")[0]
@@ -252,7 +252,7 @@ def test_a_k_larger_than_the_pool_is_reported_not_silently_dropped(caplog):
     env = ToyEnv()
     tasks = env.tasks("test")
     rewards = np.random.default_rng(0).integers(0, 2, size=(len(tasks), 7, 1, 3)).astype(float)
-    with caplog.at_level("WARNING", logger="vpo_core.pool"):
+    with caplog.at_level("WARNING", logger="vpo_core.evaluation.metrics"):
         got = pool_summary(env, tasks, list(rewards), mode="single", ks=(1, 5, 10, 30))
     assert "best@5" in got
     assert "best@10" not in got

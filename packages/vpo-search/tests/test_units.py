@@ -10,6 +10,7 @@ import pytest
 
 from env_lcb import LcbEnv, Problem
 from vpo_core import Task
+from vpo_core.evaluation import SavedPool
 from vpo_core.metrics import best_at_k, pass_at_k
 from vpo_search import (
     EndpointError,
@@ -108,13 +109,15 @@ def test_selection_errors(tmp_path):
     with pytest.raises(FileNotFoundError, match="no pool_"):
         load_pools([tmp_path])
     with pytest.raises(ValueError, match="cannot give best@30"):
-        pool_best_at_k(ENV, TASKS, _pool([0, 0, 0, 0], n=5), 30)
+        pool_best_at_k(ENV, TASKS, SavedPool(_pool([0, 0, 0, 0], n=5), mode="multi"), 30)
     padded = _pool([0, 0, 0, 0])
     padded[0, 0, 0, 3] = 1.0  # task 0 has 2 tests: a non-zero third column is not padding
     with pytest.raises(ValueError, match="non-zero padding"):
-        pool_best_at_k(ENV, TASKS, padded, 30)
+        pool_best_at_k(ENV, TASKS, SavedPool(padded, mode="multi"), 30)
     with pytest.raises(ValueError, match="different numbers of tasks"):
-        hardest_problems(ENV, TASKS, {"a": _pool([0, 0]), "b": _pool([0, 0, 0])})
+        hardest_problems(
+            ENV, TASKS, {"a": SavedPool(_pool([0, 0]), mode="multi"), "b": SavedPool(_pool([0, 0, 0]), mode="multi")}
+        )
     assert [t.index for t in resolve_problems(ENV, TASKS, "3, lcb-v1/test/1", [], k=30, max_problems=None)] == [3, 1]
     with pytest.raises(ValueError, match="out of range"):
         resolve_problems(ENV, TASKS, "9", [], k=30, max_problems=None)

@@ -8,7 +8,7 @@ on an on-policy rollout pool of the trained checkpoint:
   (`vpo_core.metrics.collinearity` does exactly this);
 - best@16 under the GRPO training scalar w*: the unbiased order-statistic estimator of the expected
   maximum over 16 candidates per prompt, averaged over prompts (multi-answer pools use the chain
-  protocol of `vpo_core.pool.best_at_k_of_pool`, as the evaluation app does).
+  protocol of `vpo_core.evaluation.metrics.best_at_k_of_pool`, as the evaluation app does).
 
 VPO wins best@16 on the four domains whose ρ̄ stays well below 1 and ties on UltraFeedback
 (ρ̄ = 0.95 under VPO, 0.82 under GRPO). The paper gives no threshold; the verdict here uses two
@@ -28,8 +28,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from vpo_core.evaluation.metrics import best_at_k_of_pool
+from vpo_core.evaluation.pool_file import legacy_mode
 from vpo_core.metrics import collinearity
-from vpo_core.pool import best_at_k_of_pool
 
 __all__ = [
     "COLLINEAR_FROM",
@@ -125,16 +126,20 @@ def task_w_stars(env: Any, tasks: Sequence[Any], dim: int) -> np.ndarray:
     return out
 
 
-def diagnose_pool(label: str, rewards: ArrayLike, w_star: ArrayLike, *, k: int = 16) -> PoolDiagnosis:
+def diagnose_pool(
+    label: str, rewards: ArrayLike, w_star: ArrayLike, *, k: int = 16, mode: str | None = None
+) -> PoolDiagnosis:
     """ρ̄ and best@k of one pool, as the appendix computes them.
 
     Args:
         label: Name of the pool's policy.
-        rewards: The pool, shape (T, n, m, d); m > 1 marks a multi-answer pool (chain estimator).
+        rewards: The pool, shape (T, n, m, d).
         w_star: The GRPO training scalarisation, shape (d,), or one per task, shape (T, d)
             (`task_w_stars`; needed where the spec varies per task).
-        k: Candidates of best@k (the paper: 16); capped at the pool's per-prompt size (n·m, or n
-            when m = 1).
+        k: Candidates of best@k (the paper: 16); capped at the pool's per-prompt size (n·m in multi
+            mode, n in single mode).
+        mode: The pool's prompt mode (`vpo_core.evaluation.load_pool` reads it from the pool file):
+            ``"multi"`` uses the chain estimator; None: `vpo_core.evaluation.legacy_mode` of a bare array.
 
     Returns:
         The diagnosis.
@@ -148,7 +153,7 @@ def diagnose_pool(label: str, rewards: ArrayLike, w_star: ArrayLike, *, k: int =
     t, n, m, d = r.shape
     flat = r.reshape(t * n * m, d)
     kept = tuple(int(i) for i in np.flatnonzero(np.ptp(flat, axis=0) > 0))
-    mode = "multi" if m > 1 else "single"
+    mode = legacy_mode(r) if mode is None else mode
     k_used = min(k, n * m if mode == "multi" else n)
     scores = r @ w if w.ndim == 1 else np.einsum("tnmd,td->tnm", r, w)  # (T, n, m)
     best = float(np.mean([best_at_k_of_pool(scores[i], k_used, mode=mode) for i in range(t)]))

@@ -6,7 +6,7 @@
 
 A completions file is JSON lines ``{"index": <task index>, "completion": "<text>"}``; several
 lines per index form that task's pool (iid samples in single mode, chains in multi mode). ``score``
-reports the paper's pool metrics with the same code as ``apps/evaluate.py`` (`vpo_core.pool`):
+reports the paper's pool metrics with the same code as ``apps/evaluate.py`` (`vpo_core.evaluation.metrics`):
 best@k, pass@k, E_w[best@k], best@k of the env's ``profile.report_dims``, diversity and ρ̄.
 
 This command line keeps argparse rather than the apps' config layer (`vpo_core.cli_config`): an env
@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from vpo_core.env import TextEnv
-from vpo_core.pool import pool_summary
+from vpo_core.evaluation.metrics import MetricName, metric_name, pool_summary
 from vpo_core.types import Mode
 
 __all__ = ["main", "score_pools"]
@@ -76,7 +76,7 @@ def score_pools(
     m: int,
     extra: Extra | None = None,
 ) -> dict[str, Any]:
-    """Score pools of completions and summarise them with the paper's pool metrics (`vpo_core.pool`).
+    """Score pools of completions and summarise them with the paper's pool metrics (`vpo_core.evaluation.metrics`).
 
     Args:
         env: The environment.
@@ -113,20 +113,22 @@ def score_pools(
     if all(f"mean_{name}" in metrics for name in names):
         summary["mean_reward"] = {name: round(metrics[f"mean_{name}"], 6) for name in names}
 
-    def group(prefix: str, suffix: str = "", *, strip: bool = False) -> dict[str, float]:
+    def group(stat: str, dim: str | None = None) -> dict[str, float]:
+        """The @k metrics of one statistic (and dimension), by name (``best@5``; ``best@5`` of `dim`)."""
+        names = [metric_name(key) for key in metrics]
         return {
-            (key[: len(key) - len(suffix)] if strip else key): round(value, 6)
-            for key, value in metrics.items()
-            if key.startswith(prefix) and key.endswith(suffix) and key[len(prefix) : len(key) - len(suffix)].isdigit()
+            (MetricName(name.stat, name.k) if dim is not None else name): round(metrics[name], 6)
+            for name in names
+            if name.stat == stat and name.k is not None and name.dim == dim
         }
 
-    summary["best_at_k"] = group("best@")
-    summary["pass_at_k"] = group("pass@")
-    summary["chain_pass_at_k"] = group("chain_pass@")
-    summary["solution_pass_at_k"] = group("solution_pass@")
-    summary["expected_best_at_k"] = group("E_w[best@", "]")
+    summary["best_at_k"] = group("best")
+    summary["pass_at_k"] = group("pass")
+    summary["chain_pass_at_k"] = group("chain_pass")
+    summary["solution_pass_at_k"] = group("solution_pass")
+    summary["expected_best_at_k"] = group("E_w[best]")
     for dim in env.profile.report_dims:
-        summary[f"best_at_k[{dim}]"] = group("best@", f"[{dim}]", strip=True)
+        summary[f"best_at_k[{dim}]"] = group("best", dim)
     summary["reward_diversity"] = round(metrics["diversity"], 6)
     summary["pareto_fraction"] = round(metrics["pareto_fraction"], 6)
     summary["collinearity"] = round(metrics["collinearity"], 6) if np.isfinite(metrics["collinearity"]) else None

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import importlib.metadata
 import json
 import sys
 from collections.abc import Sequence
@@ -132,21 +131,6 @@ def _env_options(pairs: Sequence[str]) -> dict[str, Any]:
     return out
 
 
-def _versions() -> dict[str, str]:
-    names = ["vpo-core", "numpy"]
-    for ep in importlib.metadata.entry_points(group="vpo.envs"):
-        if ep.dist is not None and ep.dist.name not in names:
-            names.append(ep.dist.name)
-    versions = {}
-    for name in names:
-        try:
-            versions[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            continue
-    versions["python"] = sys.version.split()[0]
-    return versions
-
-
 def _read_done(path: Path, n_per_task: int) -> dict[str, list[dict[str, Any]]]:
     """Completed tasks of an earlier run (task id -> its records); a task cut short is sampled again."""
     done: dict[str, list[dict[str, Any]]] = {}
@@ -186,13 +170,137 @@ def _jsonable(value: Any) -> Any:
 
 def _diversity_at_k(pools: list[Any], ks: Sequence[int]) -> dict[str, float]:
     """Reward-space diversity of the first k candidates (generation order) of each task, averaged."""
+    from vpo_core.evaluation import MetricName
     from vpo_core.metrics import reward_diversity
 
-    out = {}
+    out: dict[str, float] = {}
     for k in ks:
         values = [reward_diversity(p.reshape(-1, p.shape[-1])[:k]) for p in pools]
-        out[f"diversity@{k}"] = float(np.mean(values))
+        out[MetricName("diversity", k)] = float(np.mean(values))
     return out
+
+
+def _settings(args: argparse.Namespace, env_id: str, options: dict[str, Any], env: Any, n_tasks: int) -> dict[str, Any]:
+    """What ``run.json`` records (the profile's evaluation settings where an option is not given)."""
+    profile = env.profile
+    m = 1 if args.mode == "single" else (args.m or 3)
+    per_task = max(1, (args.samples or profile.eval_samples) // m)
+    return {
+        "env": env_id,
+        "env_options": options,
+        "split": args.split,
+        "tasks": n_tasks,
+        "mode": args.mode,
+        "m": m,
+        "samples": per_task * m,
+        "completions_per_task": per_task,
+        "temperature": args.temperature if args.temperature is not None else profile.eval.temperature,
+        "top_p": args.top_p if args.top_p is not None else profile.eval.top_p,
+        "max_tokens": args.max_tokens or profile.eval.max_new_tokens(args.mode, m),
+        "chat_template_kwargs": dict(profile.chat_template_kwargs) if args.template_options == "profile" else {},
+        "seed": args.seed,
+        "base_url": args.base_url,
+    }
+
+
+def _check_resume(run_file: Path, settings: dict[str, Any], out: Path) -> None:
+    """Refuse to resume an evaluation made with other settings (the server's URL may change)."""
+    previous = json.loads(run_file.read_text())
+    changed = {k: (previous.get(k), v) for k, v in settings.items() if k != "base_url" and previous.get(k) != v}
+    if changed:
+        raise ValueError(f"--resume: {out} was made with other settings {changed}; repeat them or use another --out.")
+
+
+def _sample_task(
+    sampler: Any, env: Any, tasks: Sequence[Any], i: int, messages: Any, settings: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """Sample and score task `i` (one request, seeded by its position: resumes sample the same).
+
+    Returns:
+        One record per completion (``samples.jsonl``'s lines): rewards of shape (m, d) each.
+    """
+    mode, m, per_task = settings["mode"], settings["m"], settings["completions_per_task"]
+    texts = sampler.sample(
+        [sampler.prompt_text(messages)],
+        num_samples=per_task,
+        max_new_tokens=settings["max_tokens"],
+        temperature=settings["temperature"],
+        top_p=settings["top_p"],
+        seed=settings["seed"] + i,
+    )
+    task = tasks[i]
+    names = list(env.reward_spec.names)
+    own = list(env.spec_for(task).names)
+    records = []
+    for j, text in enumerate(texts):
+        candidates, rewards, error = _score(env, task, text, mode, m)
+        records.append(
+            {
+                "task_id": task.id,
+                "sample": j,
+                "prompt": [dict(x) for x in messages],
+                "completion": text,
+                "candidates": candidates,
+                "rewards": rewards,
+                "reward_names": own if len(own) != len(names) else names,
+                "error": error,
+            }
+        )
+    return records
+
+
+def _sample_all(
+    sampler: Any,
+    env: Any,
+    tasks: Sequence[Any],
+    settings: dict[str, Any],
+    samples_file: Path,
+    *,
+    resume: bool,
+    batch: int,
+) -> dict[str, list[dict[str, Any]]]:
+    """Sample every task not yet in `samples_file` (appending as it goes, `batch` tasks per progress line).
+
+    Returns:
+        Task id -> its records.
+    """
+    per_task = settings["completions_per_task"]
+    done = _read_done(samples_file, per_task) if resume else {}
+    if done:
+        _log(f"resuming: {len(done)} of {len(tasks)} tasks already sampled in {samples_file}")
+    if samples_file.exists():  # keep only whole tasks, so a task cut short is sampled once more, not twice
+        kept = [json.dumps(r) for rs in done.values() for r in rs]
+        samples_file.write_text("".join(line + "\n" for line in kept))
+    todo = [i for i, t in enumerate(tasks) if t.id not in done]
+    finished = len(tasks) - len(todo)
+    with samples_file.open("a") as sink:
+        for start in range(0, len(todo), batch):
+            chunk = todo[start : start + batch]
+            for i in chunk:
+                messages = env.render_prompt(tasks[i], mode=settings["mode"], m=settings["m"])
+                records = _sample_task(sampler, env, tasks, i, messages, settings)
+                done[tasks[i].id] = [strict_json.to_strict(r) for r in records]
+                sink.write("".join(strict_json.dumps(r) + "\n" for r in records))
+                sink.flush()
+            finished += len(chunk)
+            _log(f"[{finished}/{len(tasks)} tasks] {finished * per_task} completions sampled and scored")
+    return done
+
+
+def _pools(tasks: Sequence[Any], done: dict[str, list[dict[str, Any]]], m: int) -> tuple[list[Any], int]:
+    """Each task's pool, shape (n, m, d_t) (rows zero-padded to the task's widest), and the unscorable count."""
+    pools = []
+    errors = 0
+    for task in tasks:
+        records = sorted(done[task.id], key=lambda r: r["sample"])
+        errors += sum(1 for r in records if r.get("error"))
+        width = max(len(row) for r in records for row in r["rewards"]) if records else 0
+        pool = np.zeros((len(records), m, width))
+        for j, r in enumerate(records):
+            rows = np.asarray(r["rewards"], dtype=np.float64).reshape(m, -1)
+            pool[j, :, : rows.shape[1]] = rows
+        pools.append(pool)
+    return pools, errors
 
 
 def evaluate(args: argparse.Namespace) -> dict[str, Any]:
@@ -205,37 +313,19 @@ def evaluate(args: argparse.Namespace) -> dict[str, Any]:
     import vpo_core
     from vpo_core.adapters.local.openai_sampler import OpenAISampler
     from vpo_core.env_options import check_env
-    from vpo_core.pool import pool_summary
+    from vpo_core.evaluation import MetricName, package_versions, pool_summary
 
     env_id, options = check_env(args.env, _env_options(args.env_option), warn=_log)
     if args.mode is None:
         args.mode = "multi" if (args.m or 1) > 1 else "single"
     if args.mode == "single" and args.m not in (None, 1):
         raise ValueError(f"--mode single writes one answer per completion; drop -m {args.m} or pass --mode multi.")
-    m = 1 if args.mode == "single" else (args.m or 3)
     env = vpo_core.make(env_id, **options)
-    profile = env.profile
     tasks = list(env.tasks(args.split))[: args.limit]
     if not tasks:
         raise ValueError(f"{env_id} has no tasks in split {args.split!r}.")
-    samples = args.samples or profile.eval_samples
-    per_task = max(1, samples // m)
-    settings = {
-        "env": env_id,
-        "env_options": options,
-        "split": args.split,
-        "tasks": len(tasks),
-        "mode": args.mode,
-        "m": m,
-        "samples": per_task * m,
-        "completions_per_task": per_task,
-        "temperature": args.temperature if args.temperature is not None else profile.eval.temperature,
-        "top_p": args.top_p if args.top_p is not None else profile.eval.top_p,
-        "max_tokens": args.max_tokens or profile.eval.max_new_tokens(args.mode, m),
-        "chat_template_kwargs": dict(profile.chat_template_kwargs) if args.template_options == "profile" else {},
-        "seed": args.seed,
-        "base_url": args.base_url,
-    }
+    settings = _settings(args, env_id, options, env, len(tasks))
+    m, per_task = settings["m"], settings["completions_per_task"]
     out = Path(args.out)
     samples_file, run_file = out / "samples.jsonl", out / "run.json"
     if samples_file.exists() and not args.resume:
@@ -252,12 +342,7 @@ def evaluate(args: argparse.Namespace) -> dict[str, Any]:
     )
     settings["model"] = sampler.model
     if args.resume and run_file.exists():
-        previous = json.loads(run_file.read_text())
-        changed = {k: (previous.get(k), v) for k, v in settings.items() if k != "base_url" and previous.get(k) != v}
-        if changed:
-            raise ValueError(
-                f"--resume: {out} was made with other settings {changed}; repeat them or use another --out."
-            )
+        _check_resume(run_file, settings, out)
     out.mkdir(parents=True, exist_ok=True)
     strict_json.write(run_file, settings)
     _log(
@@ -266,82 +351,21 @@ def evaluate(args: argparse.Namespace) -> dict[str, Any]:
         f"top-p {settings['top_p']}, max_tokens {settings['max_tokens']}, chat template {settings['chat_template_kwargs']} "
         f"(defaults from {env_id}'s evaluation profile)"
     )
-    done = _read_done(samples_file, per_task) if args.resume else {}
-    if done:
-        _log(f"resuming: {len(done)} of {len(tasks)} tasks already sampled in {samples_file}")
-    if samples_file.exists():  # keep only whole tasks, so a task cut short is sampled once more, not twice
-        kept = [json.dumps(r) for rs in done.values() for r in rs]
-        samples_file.write_text("".join(line + "\n" for line in kept))
-    names = list(env.reward_spec.names)
-    todo = [i for i, t in enumerate(tasks) if t.id not in done]
-    batch = max(1, args.concurrency)
-    finished = len(tasks) - len(todo)
-    with samples_file.open("a") as sink:
-        for start in range(0, len(todo), batch):
-            chunk = todo[start : start + batch]
-            messages = {i: env.render_prompt(tasks[i], mode=args.mode, m=m) for i in chunk}
-            for i in chunk:  # one request per task, seeded by the task's position: resumes sample the same
-                texts = sampler.sample(
-                    [sampler.prompt_text(messages[i])],
-                    num_samples=per_task,
-                    max_new_tokens=settings["max_tokens"],
-                    temperature=settings["temperature"],
-                    top_p=settings["top_p"],
-                    seed=args.seed + i,
-                )
-                task = tasks[i]
-                d = env.spec_for(task).dim
-                records = []
-                for j, text in enumerate(texts):
-                    candidates, rewards, error = _score(env, task, text, args.mode, m)
-                    records.append(
-                        {
-                            "task_id": task.id,
-                            "sample": j,
-                            "prompt": [dict(x) for x in messages[i]],
-                            "completion": text,
-                            "candidates": candidates,
-                            "rewards": rewards,
-                            "reward_names": list(env.spec_for(task).names) if d != len(names) else names,
-                            "error": error,
-                        }
-                    )
-                done[task.id] = [strict_json.to_strict(r) for r in records]
-                sink.write("".join(strict_json.dumps(r) + "\n" for r in records))
-                sink.flush()
-            finished += len(chunk)
-            _log(f"[{finished}/{len(tasks)} tasks] {finished * per_task} completions sampled and scored")
-    pools = []
-    errors = 0
-    for task in tasks:
-        records = sorted(done[task.id], key=lambda r: r["sample"])
-        errors += sum(1 for r in records if r.get("error"))
-        width = max(len(row) for r in records for row in r["rewards"]) if records else 0
-        pool = np.zeros((len(records), m, width))
-        for j, r in enumerate(records):
-            rows = np.asarray(r["rewards"], dtype=np.float64).reshape(m, -1)
-            pool[j, :, : rows.shape[1]] = rows
-        pools.append(pool)
+    done = _sample_all(sampler, env, tasks, settings, samples_file, resume=args.resume, batch=max(1, args.concurrency))
+    pools, errors = _pools(tasks, done, m)
     ks = [k for k in KS if k <= per_task * m]
     metrics = pool_summary(env, tasks, pools, mode=args.mode, ks=ks)
     metrics.update(_diversity_at_k(pools, ks))
+    stats = {"best": "best", "pass": "pass", "E_w[best]": "E_w[best]", "diversity": "diversity"}
     results = {
         "env": env_id,
         "model": sampler.model,
         "metrics": metrics,
-        "per_k": {
-            str(k): {
-                "best": metrics.get(f"best@{k}"),
-                "pass": metrics.get(f"pass@{k}"),
-                "E_w[best]": metrics.get(f"E_w[best@{k}]"),
-                "diversity": metrics.get(f"diversity@{k}"),
-            }
-            for k in ks
-        },
+        "per_k": {str(k): {key: metrics.get(MetricName(stat, k)) for key, stat in stats.items()} for k in ks},
         "settings": settings,
         "unscorable_completions": errors,
         "missing_completions": int(getattr(sampler, "bad_completions", 0)),
-        "versions": _versions(),
+        "versions": package_versions(),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }
     strict_json.write(out / "results.json", results)

@@ -23,6 +23,7 @@ from vpo_core import goal_suffix
 from vpo_core.adapters.local.evaluation import evaluate_policy, goal_weights_for_eval
 from vpo_core.adapters.local.policy import CHAT_TEMPLATE, new_policy
 from vpo_core.adapters.local.samplers import TransformersSampler
+from vpo_core.evaluation import load_pool
 
 ROOT = Path(__file__).resolve().parents[4]
 LCB_DATA = ROOT / "packages" / "env-lcb" / "tests" / "data" / "deepcoder"
@@ -86,6 +87,10 @@ def test_transformers_path_writes_two_goal_rows_outside_results(goal_run, tmp_pa
     assert rows["gc (w=w*)"]["settings"]["chat_template_kwargs"] == {"enable_thinking": False}
     assert np.load(out / "pool_gc@w_star.npy").shape == (2, 2, 1, 4)
     assert np.load(out / "pool_gc@dirichlet.npy").shape == (2, 2, 1, 4)
+    pool = load_pool(out / "pool_gc@w_star.npy")  # the metadata beside each pool
+    assert (pool.mode, pool.env, pool.label, pool.source) == ("single", "maze-v1", "gc (w=w*)", "metadata")
+    assert pool.settings["conditioning"] == "w_star"
+    assert pool.task_ids == [t.id for t in vpo_core.make("maze-v1", test_size=2).tasks("test")]
     table = (out / "table.md").read_text()
     assert "| gc (w=w*) | single, 1 |" in table
     assert "| gc (w=~Dir(1)) | single, 1 |" in table

@@ -256,3 +256,42 @@ def test_arms_of_starts_and_steps_pair_vpo_with_each_baseline_at_the_same_start_
     assert sorted(p.name for p in tmp_path.glob("best_at_k*.png")) == [
         f"best_at_k_{start}_step{step}.png" for start in ("direct", "random") for step in (10, 30)
     ]
+
+
+def test_jobs_run_the_library_commands_and_markers_of_app_paths_still_count(tmp_path, monkeypatch):
+    import json
+    import subprocess
+    import sys
+
+    from vpo_core.adapters.local import experiment
+
+    config = ExperimentConfig(
+        methods="grpo", main_methods="grpo", main_seeds=1, ablation_options="", work=str(tmp_path)
+    )
+    jobs = plan(config)
+    assert [j.args[0] for j in jobs] == ["train", "evaluate", "train", "evaluate"]
+    warm = jobs[0]
+    marker = experiment._marker(config, warm)  # written when jobs ran apps/train.py by path
+    marker.parent.mkdir(parents=True)
+    marker.write_text(json.dumps({"args": ["apps/train.py", *warm.args[1:]], "seconds": 1.0}))
+    commands = []
+
+    def fake_run(command, stdout=None, stderr=None):
+        commands.append(command)
+        return subprocess.CompletedProcess(command, 0)
+
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    experiment.run_jobs(config, jobs)
+    assert commands == [[sys.executable, "-m", "vpo_core.adapters.local", *j.args] for j in jobs[1:]]
+    assert all(experiment._is_done(config, j) for j in jobs)
+    marker.write_text(json.dumps({"args": ["apps/evaluate.py", *warm.args[1:]]}))
+    assert not experiment._is_done(config, warm)
+
+
+def test_the_local_commands_module_dispatches_and_refuses_unknown_commands(capsys):
+    from vpo_core.adapters.local.__main__ import main
+
+    assert main(["nope"]) == 2
+    assert "usage: python -m vpo_core.adapters.local" in capsys.readouterr().err
+    assert main(["evaluate", "--help"]) == 0
+    assert "checkpoints" in capsys.readouterr().out

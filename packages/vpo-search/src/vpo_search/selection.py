@@ -11,26 +11,26 @@ import numpy as np
 from numpy.typing import NDArray
 
 from vpo_core import Task
-from vpo_core.metrics import best_at_k, best_at_k_chains
+from vpo_core.evaluation import SavedPool, best_at_k_of_pool, load_pool
 from vpo_search.protocol import SearchableEnv
 
 __all__ = ["hardest_problems", "load_pools", "pool_best_at_k", "resolve_problems"]
 
 
-def load_pools(paths: Sequence[str | os.PathLike[str]]) -> dict[str, NDArray[np.float64]]:
+def load_pools(paths: Sequence[str | os.PathLike[str]]) -> dict[str, SavedPool]:
     """The candidate pools saved by ``apps/evaluate.py`` (``pool_<name>.npy``, shape (T, n, m, d)).
 
     Args:
-        paths: Pool files, or evaluation directories (every ``pool_*.npy`` in them).
+        paths: Pool files (``.npy`` or ``.npz``), or evaluation directories (every ``pool_*.npy`` in them).
 
     Returns:
-        Pools by file path.
+        Pools (`vpo_core.evaluation.load_pool`: rewards with their mode) by file path.
 
     Raises:
         FileNotFoundError: For a path that is neither a pool file nor a directory with pools.
         ValueError: For a pool that is not 4-dimensional, or the same file given twice.
     """
-    pools: dict[str, NDArray[np.float64]] = {}
+    pools: dict[str, SavedPool] = {}
     for raw in paths:
         path = Path(raw)
         files = sorted(path.glob("pool_*.npy")) if path.is_dir() else [path]
@@ -40,20 +40,17 @@ def load_pools(paths: Sequence[str | os.PathLike[str]]) -> dict[str, NDArray[np.
             name = str(file.resolve())
             if name in pools:
                 raise ValueError(f"{file} is given twice; pass each arm's pool once.")
-            pool = np.load(file)
-            if pool.ndim != 4:
-                raise ValueError(f"{file}: a pool has shape (tasks, completions, m, d), got {pool.shape}.")
-            pools[name] = pool.astype(np.float64)
+            pools[name] = load_pool(file)
     return pools
 
 
-def pool_best_at_k(env: SearchableEnv, tasks: Sequence[Task[Any]], pool: NDArray[np.float64], k: int) -> NDArray:
-    """best@k of the normalized w*-score per task (the chain estimator when m > 1, as in evaluation).
+def pool_best_at_k(env: SearchableEnv, tasks: Sequence[Task[Any]], pool: SavedPool, k: int) -> NDArray:
+    """best@k of the normalized w*-score per task (the pool's own estimator: chains in multi mode).
 
     Args:
         env: The env (its per-task spec scalarizes).
         tasks: The pool's T tasks, in order.
-        pool: Shape (T, n, m, d'); d' may exceed a task's d when rows were zero-padded.
+        pool: Rewards of shape (T, n, m, d'); d' may exceed a task's d when rows were zero-padded.
         k: Candidates.
 
     Returns:
@@ -62,23 +59,24 @@ def pool_best_at_k(env: SearchableEnv, tasks: Sequence[Task[Any]], pool: NDArray
     Raises:
         ValueError: If the pool is smaller than k or holds non-zero padding.
     """
-    n_tasks, n, m, width = pool.shape
+    rewards = pool.rewards.astype(np.float64)
+    n_tasks, n, m, width = rewards.shape
     if n * m < k:
         raise ValueError(f"a pool of {n}·{m} candidates per task cannot give best@{k}; evaluate with samples>={k}.")
     out = np.empty(n_tasks)
     for i, task in enumerate(tasks):
         spec = env.spec_for(task)
-        if width < spec.dim or np.any(pool[i, ..., spec.dim :] != 0):
+        if width < spec.dim or np.any(rewards[i, ..., spec.dim :] != 0):
             raise ValueError(
                 f"pool rows of {task.id} have {width} dims with non-zero padding; its spec has {spec.dim}."
             )
-        scores = spec.scalarize(pool[i, ..., : spec.dim]) / max(spec.max_scalar(), 1e-12)  # (n, m)
-        out[i] = best_at_k_chains(scores, k) if m > 1 else best_at_k(scores[:, 0], k)
+        scores = spec.scalarize(rewards[i, ..., : spec.dim]) / max(spec.max_scalar(), 1e-12)  # (n, m)
+        out[i] = best_at_k_of_pool(scores, k, mode=pool.mode)
     return out
 
 
 def hardest_problems(
-    env: SearchableEnv, tasks: Sequence[Task[Any]], pools: dict[str, NDArray[np.float64]], *, k: int = 30
+    env: SearchableEnv, tasks: Sequence[Task[Any]], pools: dict[str, SavedPool], *, k: int = 30
 ) -> list[Task[Any]]:
     """The tasks on which every arm scores 0 at best@k (the paper's 32 hardest at k = 30).
 
@@ -96,7 +94,7 @@ def hardest_problems(
     """
     if not pools:
         raise ValueError("problems=hardest needs the evaluation pools of the arms: pools=<dir or pool_*.npy>,...")
-    sizes = {name: pool.shape[0] for name, pool in pools.items()}
+    sizes = {name: pool.rewards.shape[0] for name, pool in pools.items()}
     if len(set(sizes.values())) != 1:
         raise ValueError(f"the pools cover different numbers of tasks {sizes}; evaluate both arms on the same tasks.")
     count = next(iter(sizes.values()))

@@ -2,7 +2,7 @@
 
 Each task gets a pool of `n_candidates` answers (300 by default): independent samples of a
 single-answer policy, or n_candidates / m chains of a multi-answer one. best@k under w* is the exact
-unbiased estimator of `vpo_core.metrics` (`best_at_k_curve` for samples, `best_at_k_chains` for chains,
+unbiased estimator of a pool (`vpo_core.evaluation.metrics.best_at_k_curve_of_pool`: iid samples or chains,
 k = 1..30), E_w[best@k] is `expected_best_at_k` (K = 100 Dir(1) draws). The pool metrics are taken on
 consecutive pools of 30 candidates (10 chains × 3, or 30 samples), as in the paper, and averaged:
 `reward_diversity` over all candidates (an invalid answer is the env's floor vector) and over the valid
@@ -14,7 +14,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from vpo_core.metrics import best_at_k_chains, best_at_k_curve, expected_best_at_k, reward_diversity
+from vpo_core.evaluation.metrics import best_at_k_curve_of_pool
+from vpo_core.metrics import expected_best_at_k, reward_diversity
 from vpo_core.tabular.policy import TabularPolicy
 from vpo_core.tabular.table import Candidates
 
@@ -70,10 +71,7 @@ def evaluate_policy(
     outcome = candidates.outcome[t_idx, choices]
     scores = rewards @ w_star  # (T, chains, m)
     ks = np.arange(1, POOL + 1)
-    if m == 1:
-        best = best_at_k_curve(scores[..., 0], ks)
-    else:
-        best = np.stack([np.asarray(best_at_k_chains(scores, int(k))) for k in ks], axis=-1)
+    best = best_at_k_curve_of_pool(scores, mode="multi" if m > 1 else "single", ks=ks)  # a policy of m slots: chains
     out: dict[str, NDArray[np.float64]] = {"best_at_k": best}
     for k in EXPECTED_KS:
         out[f"e_w_best_at_{k}"] = np.array(

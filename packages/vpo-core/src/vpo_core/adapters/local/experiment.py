@@ -2,21 +2,25 @@
 
 ``uv run apps/experiment.py env=maze-v1`` regenerates a results folder from nothing:
 
-1. one warm start per (prompt mode, seed): ``apps/train.py steps=0`` saves ``init_model`` after the
+1. one warm start per (prompt mode, seed): ``train steps=0`` saves ``init_model`` after the
    supervised warm-up, so every method of a mode starts a seed from the same weights and the methods
    differ only in the estimator, as in the paper;
 2. one RL run per (method, seed) from that warm start (``model=<warm start> warmup_steps=0``);
-3. ``apps/evaluate.py`` on every final model and every warm start (the paper's pools);
+3. ``evaluate`` on every final model and every warm start (the paper's pools);
 4. the compact summary of each run (config, per-step metrics, pools as ``.npz``) copied into
    ``out/``, where `vpo_core.adapters.local.experiment_report` turns it into tables with intervals.
 
-Every job runs as a subprocess of the public commands and leaves a ``done.json`` marker holding its
-command, so re-running the same command skips what is finished and resumes what is not (a killed RL
-run resumes from its checkpoint). ``jobs=2`` runs two at a time, each on ``threads`` torch threads.
+Every job runs as a subprocess of the local engine's commands (``python -m vpo_core.adapters.local
+train|evaluate``, what ``apps/train.py`` and ``apps/evaluate.py`` run; no checkout needed) and leaves a
+``done.json`` marker holding its command, so re-running the same command skips what is finished and
+resumes what is not (a killed RL run resumes from its checkpoint; markers written when jobs ran
+``apps/<command>.py`` by path still count). ``jobs=2`` runs two at a time, each on ``threads`` torch
+threads.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import subprocess
@@ -31,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from vpo_core.cli_config import option, run_cli
+from vpo_core.evaluation import load_pool, save_pool
 from vpo_core.methods import METHODS, get_method
 from vpo_core.qmc import check_weight_sampler
 from vpo_core.registry import DEFAULT_ENV
@@ -144,7 +149,8 @@ class Job:
     Attributes:
         name: Unique name (also the folder of its marker).
         kind: ``"warm"``, ``"train"`` or ``"eval"``.
-        args: The command line after the Python interpreter.
+        args: The command and its options: ``["train" | "evaluate", key=value, ...]``, run as
+            ``python -m vpo_core.adapters.local <args>``.
         after: Names of the jobs that must finish first.
         info: What the summary needs to know (method, seed, mode, variant, run directory).
     """
@@ -246,7 +252,7 @@ def _run_jobs(config: ExperimentConfig, variant: str, method: str, seed: int, wa
 
 
 def _common_train_args(config: ExperimentConfig) -> list[str]:
-    """The apps/train.py options every warm start and run shares."""
+    """The train options every warm start and run shares."""
     common = [f"env={config.env}", f"threads={config.threads}", "eval_tasks=0", *config.train.split()]
     if config.weight_sampler != "dirichlet":  # the default stays off the command lines of earlier grids
         common.append(f"weight_sampler={config.weight_sampler}")
@@ -254,12 +260,12 @@ def _common_train_args(config: ExperimentConfig) -> list[str]:
 
 
 def _train_args(method: str, seed: int, steps: int) -> list[str]:
-    return ["apps/train.py", f"method={method}", f"seed={seed}", f"steps={steps}"]
+    return ["train", f"method={method}", f"seed={seed}", f"steps={steps}"]
 
 
 def _eval_job(config: ExperimentConfig, name: str, checkpoint: str, after: list[str], mode: str) -> Job:
     out = config.work_dir / "eval" / name.replace("@", "-")
-    args = ["apps/evaluate.py", f"env={config.env}", f"checkpoints={checkpoint}", f"out={out}"]
+    args = ["evaluate", f"env={config.env}", f"checkpoints={checkpoint}", f"out={out}"]
     args += [f"tasks={config.eval_tasks}", f"samples={config.eval_samples}"]
     args += [f"max_new_tokens={config.budget(mode)}"] if config.budget(mode) else []
     return Job(f"eval/{name}", "eval", [*args, *config.evaluate.split()], after=after, info={"eval_dir": str(out)})
@@ -270,8 +276,12 @@ def _marker(config: ExperimentConfig, job: Job) -> Path:
 
 
 def _is_done(config: ExperimentConfig, job: Job) -> bool:
+    """Whether `job` has a marker of the same command (or of the same ``apps/<command>.py`` command line)."""
     marker = _marker(config, job)
-    return marker.exists() and json.loads(marker.read_text()).get("args") == job.args
+    if not marker.exists():
+        return False
+    recorded = json.loads(marker.read_text()).get("args")
+    return recorded in (job.args, [f"apps/{job.args[0]}.py", *job.args[1:]])
 
 
 def _run_job(config: ExperimentConfig, job: Job) -> float:
@@ -281,9 +291,10 @@ def _run_job(config: ExperimentConfig, job: Job) -> float:
     log_file = log_dir / f"{job.name.replace('/', '__').replace('@', '-')}.log"
     started = time.perf_counter()
     with log_file.open("a") as log:
-        log.write(f"$ {sys.executable} {' '.join(job.args)}\n")
+        command = [sys.executable, "-m", "vpo_core.adapters.local", *job.args]
+        log.write(f"$ {' '.join(command)}\n")
         log.flush()
-        result = subprocess.run([sys.executable, *job.args], stdout=log, stderr=subprocess.STDOUT)
+        result = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT)
     seconds = time.perf_counter() - started
     if result.returncode != 0:
         raise RuntimeError(f"job {job.name} failed (exit {result.returncode}); see {log_file}")
@@ -329,6 +340,9 @@ def run_jobs(config: ExperimentConfig, jobs: Sequence[Job]) -> None:
 def collect(config: ExperimentConfig, jobs: Sequence[Job]) -> Path:
     """Copy each finished run's small summary into ``out/`` and write ``out/index.json``.
 
+    The pools are saved by `vpo_core.evaluation.save_pool` as compressed ``.npz`` (rewards as float32,
+    with their metadata).
+
     Returns:
         The index file: one record per evaluated model (variant, method, seed, mode, pool file).
     """
@@ -344,7 +358,8 @@ def collect(config: ExperimentConfig, jobs: Sequence[Job]) -> Path:
             label = pool_file.stem.removeprefix("pool_")
             key = f"{job.name.removeprefix('eval/').replace('/', '__').replace('@', '-')}__{label}"
             target = out / "pools" / f"{key}.npz"
-            np.savez_compressed(target, rewards=np.load(pool_file).astype(np.float32))
+            pool = load_pool(pool_file)
+            save_pool(target, dataclasses.replace(pool, rewards=pool.rewards.astype(np.float32)))
             records.append({**job.info, "label": label, "pool": str(target.relative_to(out))})
         run = job.info.get("run")
         if run and not str(job.info["method"]).startswith("warm-"):
@@ -401,9 +416,6 @@ def main(argv: list[str] | None = None) -> int:
     )
     if isinstance(config, int):
         return config
-    if not Path("apps/train.py").exists():
-        print("error: run apps/experiment.py from the checkout's root (it calls apps/train.py and apps/evaluate.py).")
-        return 2
     jobs = plan(config)
     if config.dry_run:
         for job in jobs:

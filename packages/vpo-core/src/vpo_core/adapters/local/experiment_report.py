@@ -19,15 +19,16 @@ from typing import Any
 
 import numpy as np
 
-from vpo_core.metrics import best_at_k_chains, best_at_k_curve, collinearity
-from vpo_core.pool import KS, task_pool_metrics
+from vpo_core.evaluation.metrics import KS, best_at_k_curve_of_pool, task_pool_metrics
+from vpo_core.evaluation.pool_file import load_pool
+from vpo_core.metrics import collinearity
 from vpo_core.stats import Interval, bootstrap_ci, paired_difference_ci
 
 __all__ = ["arm_name", "per_task_metrics", "summarise", "write_report"]
 
 METRICS = (*(f"best@{k}" for k in KS), "E_w[best@5]", "pass@10", "diversity", "mean_w_star")
 REGIME_METRICS = ("valid", "diversity_valid", "distinct_valid", "pareto_covered")
-"""What says which regime a pool is in (`vpo_core.pool`): validity, valid-only spread, distinct outcomes, Pareto coverage."""
+"""What says which regime a pool is in (`vpo_core.evaluation.metrics`): validity, valid-only spread, distinct outcomes, Pareto coverage."""
 GOAL_METRICS = ("best@3", "best@6", "E_w[best@3]", "E_w[best@6]")
 POOL_METRICS = ("pareto_fraction", "chain_pass@10", "solution_pass@10")
 """The authors' pool metrics: the Pareto fraction of each task's pool, chain- and solution-level pass@10."""
@@ -36,7 +37,7 @@ REPORT_KS = tuple(sorted({*KS, 6}))
 
 
 def per_task_metrics(env: Any, rewards: np.ndarray, *, mode: str) -> dict[str, Any]:
-    """Per-task metrics of one model's pools on the first T test tasks (through `vpo_core.pool`'s k-loop).
+    """Per-task metrics of one model's pools on the first T test tasks (through `vpo_core.evaluation.metrics`'s k-loop).
 
     Args:
         env: The environment the pools were scored in.
@@ -44,7 +45,7 @@ def per_task_metrics(env: Any, rewards: np.ndarray, *, mode: str) -> dict[str, A
         mode: ``"multi"`` (chain estimator) or ``"single"`` (iid).
 
     Returns:
-        Each metric of `vpo_core.pool.task_pool_metrics` as an array of shape (T,), ``"curve"`` (T, K)
+        Each metric of `vpo_core.evaluation.metrics.task_pool_metrics` as an array of shape (T,), ``"curve"`` (T, K)
         best@k for k = 1..K, and ``"collinearity"`` (a float: ρ̄ of the whole pool).
     """
     tasks = list(env.tasks("test"))[: rewards.shape[0]]
@@ -53,10 +54,7 @@ def per_task_metrics(env: Any, rewards: np.ndarray, *, mode: str) -> dict[str, A
     ]
     out: dict[str, Any] = {key: np.array([row[key] for row in rows]) for key in rows[0]}
     scores = np.stack([env.spec_for(task).scalarize(pool) for task, pool in zip(tasks, rewards, strict=True)])
-    if mode == "multi":  # (T, n, m) chains: one batched estimator call per k
-        out["curve"] = np.stack([best_at_k_chains(scores, k) for k in range(1, scores[0].size + 1)], axis=1)
-    else:
-        out["curve"] = best_at_k_curve(scores[:, :, 0])
+    out["curve"] = best_at_k_curve_of_pool(scores, mode=mode)
     out["collinearity"] = collinearity(rewards.reshape(-1, rewards.shape[-1]))
     return out
 
@@ -100,10 +98,10 @@ def summarise(index_file: Path, env: Any) -> dict[str, Any]:
     arms: dict[str, dict[int, dict[str, Any]]] = defaultdict(dict)
     modes: dict[str, str] = {}
     for record in index["pools"]:
-        rewards = np.load(root / record["pool"])["rewards"].astype(np.float64)
+        pool = load_pool(root / record["pool"])
         arm = arm_name(record)
-        arms[arm][int(record["seed"])] = per_task_metrics(env, rewards, mode=record["mode"])
-        modes[arm] = record["mode"]
+        arms[arm][int(record["seed"])] = per_task_metrics(env, pool.rewards.astype(np.float64), mode=pool.mode)
+        modes[arm] = pool.mode
     summary: dict[str, Any] = {"arms": {}, "differences": {}, "curves": {}}
     for arm, per_seed in sorted(arms.items()):
         seeds = sorted(per_seed)
@@ -218,7 +216,7 @@ def plot(summary: dict[str, Any], root: Path, index: dict[str, Any]) -> list[Pat
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from vpo_core.adapters.local.plots import HIGHLIGHT, line_style, smooth
+    from vpo_core.evaluation.plots import HIGHLIGHT, line_style, smooth
 
     written = []
     groups: dict[tuple[str, str], list[str]] = defaultdict(list)  # (start, step) -> arms
@@ -273,7 +271,7 @@ def _plot_curves(summary: dict[str, Any], arms: list[str], path: Path, *, title:
     """best@k vs k of `arms` in one figure (the method of interest bold with its band)."""
     import matplotlib.pyplot as plt
 
-    from vpo_core.adapters.local.plots import HIGHLIGHT, integer_k_axis, line_style
+    from vpo_core.evaluation.plots import HIGHLIGHT, integer_k_axis, line_style
 
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
     max_k = 1

@@ -1,5 +1,8 @@
 """The paper's metrics of candidate pools: one k-loop for the evaluation app, the local engine and the env CLIs.
 
+Metric names are `MetricName` strings: each keeps its parts (statistic, k, dimension), so readers
+select metrics by their fields instead of parsing the text back; the text is what tables and JSON show.
+
 A pool is what a policy wrote for one task: n completions of m candidates each, as vector rewards of
 shape (n, m, d). Single-answer pools (m = 1) use the iid order-statistic estimator; multi-answer
 pools use the paper's chain protocol (⌈k/m⌉ chains in generation order; see `vpo_core.metrics`).
@@ -39,8 +42,9 @@ LiveCodeBench's per-problem test counts are saved in one array); the padding is 
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -48,6 +52,7 @@ from numpy.typing import NDArray
 from vpo_core.metrics import (
     best_at_k,
     best_at_k_chains,
+    best_at_k_curve,
     chain_pass_at_k,
     collinearity,
     expected_best_at_k,
@@ -56,7 +61,20 @@ from vpo_core.metrics import (
     solution_pass_at_k,
 )
 
-__all__ = ["KS", "best_at_k_of_pool", "pool_curve", "pool_summary", "task_pool_metrics", "validity_metrics"]
+__all__ = [
+    "KS",
+    "MetricName",
+    "TableRow",
+    "best_at_k_curve_of_pool",
+    "best_at_k_of_pool",
+    "markdown_table",
+    "metric_name",
+    "pool_curve",
+    "pool_metrics",
+    "pool_summary",
+    "task_pool_metrics",
+    "validity_metrics",
+]
 
 KS: tuple[int, ...] = (1, 3, 5, 10, 30)
 """The k of the paper's best@k tables."""
@@ -65,20 +83,105 @@ NUM_WEIGHTS = 100
 """Weight draws of E_w[best@k] (the authors' evaluation uses 100)."""
 
 
-def best_at_k_of_pool(values: NDArray[np.float64], k: int, *, mode: str) -> float:
-    """best@k of one task's scalar values (the k-loop's one estimator call).
+class MetricName(str):
+    """A metric's name that keeps its parts; as a string it is the name tables and JSON show.
+
+    ``MetricName("best", 5)`` is ``"best@5"``, ``MetricName("best", 30, "gold")`` ``"best@30[gold]"``,
+    ``MetricName("E_w[best]", 5)`` ``"E_w[best@5]"``, ``MetricName("mean", dim="gold")`` ``"mean_gold"``
+    and ``MetricName("diversity")`` ``"diversity"``.
+
+    Attributes:
+        stat: The statistic: ``best``, ``pass``, ``E_w[best]``, ``chain_pass``, ``solution_pass``,
+            ``diversity``, ``mean`` (per dimension), or a name without parts (``mean_w_star``, ``valid``...).
+        k: The k of an @k metric, or None.
+        dim: The reward dimension it is of, or None.
+    """
+
+    stat: str
+    k: int | None
+    dim: str | None
+
+    def __new__(cls, stat: str, k: int | None = None, dim: str | None = None) -> MetricName:
+        """The name of `stat` at `k` of `dim` (see the class docstring for the text)."""
+        if stat == "mean" and dim is not None and k is None:
+            text = f"mean_{dim}"
+        elif k is None:
+            text = stat
+        elif stat.endswith("]"):  # E_w[best] -> E_w[best@k]
+            text = f"{stat[:-1]}@{k}]"
+        else:
+            text = f"{stat}@{k}" + (f"[{dim}]" if dim is not None else "")
+        name = super().__new__(cls, text)
+        name.stat, name.k, name.dim = stat, k, dim
+        return name
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (MetricName, (self.stat, self.k, self.dim))
+
+
+_AT_K = re.compile(r"(?P<stat>[A-Za-z_]+)@(?P<k>[0-9]+)(?:\[(?P<dim>.+)\])?")
+_EW_AT_K = re.compile(r"E_w\[(?P<stat>[A-Za-z_]+)@(?P<k>[0-9]+)\]")
+
+
+def metric_name(key: str) -> MetricName:
+    """A metric name with its parts: `key` itself if it is a `MetricName`, else read from its text.
+
+    Only names that went through a text file (a results.json read back) need reading; names from
+    `task_pool_metrics` and `pool_summary` already carry their parts.
 
     Args:
-        values: Values of each candidate, shape (n, m) (completions × candidates in generation order).
+        key: A metric's name, e.g. ``"best@30[answer_f1]"``.
+
+    Returns:
+        The name with its parts (a name without parts for ``mean_<dim>``, whose dimension the text alone
+        cannot tell from ``mean_w_star``).
+    """
+    if isinstance(key, MetricName):
+        return key
+    found = _EW_AT_K.fullmatch(key)
+    if found:
+        return MetricName(f"E_w[{found['stat']}]", int(found["k"]))
+    found = _AT_K.fullmatch(key)
+    if found:
+        return MetricName(found["stat"], int(found["k"]), found["dim"])
+    return MetricName(key)
+
+
+def best_at_k_of_pool(values: NDArray[np.float64], k: int, *, mode: str) -> Any:
+    """best@k of scalar values of pools (the one best@k estimator of a saved pool).
+
+    Args:
+        values: Values of each candidate, shape (..., n, m) (completions × candidates in generation
+            order; leading axes, e.g. tasks, are batched).
         k: Candidates, 1 <= k <= n·m (single mode: k <= n).
         mode: ``"multi"`` uses the chain estimator; otherwise candidates are iid (column 0).
 
     Returns:
-        The estimate.
+        The estimate: a float for one pool of shape (n, m), else shape (...).
     """
-    if mode == "multi":
-        return float(best_at_k_chains(values, k))
-    return float(best_at_k(values[:, 0], k))
+    values = np.asarray(values)
+    out = best_at_k_chains(values, k) if mode == "multi" else best_at_k(values[..., 0], k)
+    return float(out) if values.ndim == 2 else np.asarray(out)
+
+
+def best_at_k_curve_of_pool(
+    values: NDArray[np.float64], *, mode: str, ks: Sequence[int] | NDArray[np.int64] | None = None
+) -> NDArray[np.float64]:
+    """best@k of pools for several k (`best_at_k_of_pool` for each k, the iid case with one sort).
+
+    Args:
+        values: Values of each candidate, shape (T, n, m).
+        mode: ``"multi"`` (chain estimator) or ``"single"`` (iid, column 0).
+        ks: The k values (default every k the pools allow: 1..n·m in multi mode, 1..n in single mode).
+
+    Returns:
+        best@k per pool and k, shape (T, len(ks)).
+    """
+    values = np.asarray(values)
+    if mode == "multi":  # chains: one batched estimator call per k
+        k_values = range(1, values[0].size + 1) if ks is None else ks
+        return np.stack([best_at_k_of_pool(values, int(k), mode=mode) for k in k_values], axis=-1)
+    return best_at_k_curve(values[:, :, 0], ks)
 
 
 def _pool_size(rewards: NDArray[np.float64], mode: str) -> int:
@@ -132,25 +235,29 @@ def task_pool_metrics(
         raise ValueError(f"report_dims {missing} are not reward dimensions of {task.id} ({spec.names}).")
     n, m, d = r.shape
     flat = r.reshape(n * m, d)
-    out: dict[str, float] = {f"mean_{name}": float(flat[:, i].mean()) for i, name in enumerate(spec.names)}
+    out: dict[str, float] = {
+        MetricName("mean", dim=name): float(flat[:, i].mean()) for i, name in enumerate(spec.names)
+    }
     scores = spec.scalarize(r)  # (n, m)
     success = np.asarray(env.is_success(r, task), dtype=float)  # (n, m)
-    out["mean_w_star"] = float(scores.mean())
+    out[MetricName("mean_w_star")] = float(scores.mean())
     chains = mode == "multi"
     for k in ks:
         if k <= n:
-            out[f"chain_pass@{k}"] = chain_pass_at_k(success, k)
+            out[MetricName("chain_pass", k)] = chain_pass_at_k(success, k)
         if k <= n * m:
-            out[f"solution_pass@{k}"] = solution_pass_at_k(success, k)
+            out[MetricName("solution_pass", k)] = solution_pass_at_k(success, k)
         if k > _pool_size(r, mode):
             continue
-        out[f"best@{k}"] = best_at_k_of_pool(scores, k, mode=mode)
-        out[f"pass@{k}"] = best_at_k_of_pool(success, k, mode=mode)
-        out[f"E_w[best@{k}]"] = expected_best_at_k(r if chains else r[:, 0], k, num_weights=num_weights, chains=chains)
+        out[MetricName("best", k)] = best_at_k_of_pool(scores, k, mode=mode)
+        out[MetricName("pass", k)] = best_at_k_of_pool(success, k, mode=mode)
+        out[MetricName("E_w[best]", k)] = expected_best_at_k(
+            r if chains else r[:, 0], k, num_weights=num_weights, chains=chains
+        )
         for name in dims:
-            out[f"best@{k}[{name}]"] = best_at_k_of_pool(r[..., spec.names.index(name)], k, mode=mode)
-    out["diversity"] = reward_diversity(flat)
-    out["pareto_fraction"] = pareto_fraction(flat)
+            out[MetricName("best", k, name)] = best_at_k_of_pool(r[..., spec.names.index(name)], k, mode=mode)
+    out[MetricName("diversity")] = reward_diversity(flat)
+    out[MetricName("pareto_fraction")] = pareto_fraction(flat)
     pareto_front = getattr(env, "pareto_front", None)
     out.update(validity_metrics(flat, pareto_front(task) if pareto_front is not None else None))
     return out
@@ -169,14 +276,14 @@ def validity_metrics(rewards: NDArray[np.float64], pareto: NDArray[np.float64] |
     valid = np.any(rewards != 0.0, axis=-1)
     kept = rewards[valid]
     distinct = np.unique(np.round(kept, 9), axis=0)
-    out = {
-        "valid": float(valid.mean()) if len(valid) else 0.0,
-        "diversity_valid": reward_diversity(kept) if len(kept) >= 2 else 0.0,
-        "distinct_valid": float(len(distinct)),
+    out: dict[str, float] = {
+        MetricName("valid"): float(valid.mean()) if len(valid) else 0.0,
+        MetricName("diversity_valid"): reward_diversity(kept) if len(kept) >= 2 else 0.0,
+        MetricName("distinct_valid"): float(len(distinct)),
     }
     if pareto is not None and len(pareto):
         found = np.all(np.abs(np.asarray(pareto)[:, None, :] - distinct[None, :, :]) <= 1e-9, axis=-1).any(axis=1)
-        out["pareto_covered"] = float(found.mean())
+        out[MetricName("pareto_covered")] = float(found.mean())
     return out
 
 
@@ -257,7 +364,7 @@ def pool_summary(
         )
     specs = [env.spec_for(t) for t in tasks]
     same_dims = len({s.names for s in specs}) == 1
-    dim_keys = {f"mean_{name}" for s in specs for name in s.names}
+    dim_keys = {MetricName("mean", dim=name) for s in specs for name in s.names}
     keys = [k for k in per_task[0] if all(k in row for row in per_task)]
     out: dict[str, float] = {}
     for key in keys:
@@ -267,12 +374,80 @@ def pool_summary(
     if same_dims:
         d = specs[0].dim
         flat = np.concatenate([np.asarray(p, dtype=np.float64)[..., :d].reshape(-1, d) for p in pools])
-        out["collinearity"] = collinearity(flat)
+        out[MetricName("collinearity")] = collinearity(flat)
     else:
         rhos = [
             collinearity(np.asarray(p, dtype=np.float64)[..., : s.dim].reshape(-1, s.dim))
             for p, s in zip(pools, specs, strict=True)
         ]
         defined = [x for x in rhos if np.isfinite(x)]
-        out["collinearity"] = float(np.mean(defined)) if defined else float("nan")
+        out[MetricName("collinearity")] = float(np.mean(defined)) if defined else float("nan")
     return out
+
+
+def pool_metrics(
+    env: Any,
+    tasks: Sequence[Any],
+    rewards: NDArray[np.float64],
+    *,
+    mode: str,
+    num_weights: int = 100,
+    ks: Sequence[int] = KS,
+) -> tuple[dict[str, float], list[float]]:
+    """The paper's metrics of a split's pools (`pool_summary`) and the best@k curve (`pool_curve`).
+
+    Args:
+        env: The environment.
+        tasks: The T tasks.
+        rewards: Pools, shape (T, n, m, d): n completions of m candidates per task.
+        mode: ``"multi"`` uses the chain estimator.
+        num_weights: Weight draws of E_w[best@k] (100, as in the authors' evaluation).
+        ks: The k of best@k, pass@k and E_w[best@k] (the paper's tables: 1, 3, 5, 10, 30; its
+            goal-conditioned table: 3, 6).
+
+    Returns:
+        The metrics (mean reward per dimension and of w*, best@k, pass@k, E_w[best@k], best@k of
+        each of ``env.profile.report_dims``, diversity, collinearity) and the best@k curve for
+        k = 1..n·m.
+    """
+    pools = list(rewards)
+    metrics = pool_summary(env, tasks, pools, mode=mode, num_weights=num_weights, ks=ks)
+    return metrics, pool_curve(env, tasks, pools, mode=mode)
+
+
+class TableRow(Protocol):
+    """What `markdown_table` reads of an evaluated policy (an `EvalResult`)."""
+
+    name: str
+    mode: str
+    m: int
+    metrics: dict[str, float]
+
+
+def markdown_table(results: Sequence[TableRow], *, ks: Sequence[int] = KS, ew_ks: Sequence[int] = (5,)) -> str:
+    """One table in the paper's layout.
+
+    Columns: best@k for `ks`, best@30 of each report dimension, E_w[best@k] for `ew_ks`, pass@5,
+    diversity, collinearity ρ̄ and the mean w*-reward; a column is shown when every row has it.
+    """
+    columns = [MetricName("best", k) for k in ks if all(MetricName("best", k) in r.metrics for r in results)]
+    report_dims = (metric_name(key).dim for r in results for key in r.metrics if _is_best_at_30_of_dim(key))
+    dims = [
+        MetricName("best", 30, name)
+        for name in dict.fromkeys(name for name in report_dims if name is not None)
+        if all(MetricName("best", 30, name) in r.metrics for r in results)
+    ]
+    wanted = [MetricName("E_w[best]", k) for k in ew_ks]
+    wanted += [MetricName("pass", 5), MetricName("diversity"), MetricName("collinearity"), MetricName("mean_w_star")]
+    extra = dims + [c for c in wanted if all(c in r.metrics for r in results)]
+    header = "| checkpoint | mode, m | " + " | ".join(columns + extra) + " |"
+    lines = [header, "|" + "---|" * (2 + len(columns) + len(extra))]
+    for r in results:
+        cells = [f"{r.metrics[c]:.3f}" for c in columns + extra]
+        lines.append(f"| {r.name} | {r.mode}, {r.m} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _is_best_at_30_of_dim(key: str) -> bool:
+    name = metric_name(key)
+    return name.stat == "best" and name.k == 30 and name.dim is not None

@@ -1,0 +1,56 @@
+"""Evaluation: sampling a policy's candidate pools, the saved pool, its metrics and plots.
+
+- `vpo_core.evaluation.sampling`: `evaluate_policy` samples and scores pools of shape
+  (T tasks, n completions, m candidates, d) from any `Sampler`;
+- `vpo_core.evaluation.pool_file`: `SavedPool`, the one writer `save_pool` and the one reader
+  `load_pool` (the pool with its env, mode, per-task specs, sampling settings and versions);
+- `vpo_core.evaluation.metrics`: the paper's metrics of pools (one k-loop, one best@k estimator of a
+  pool, `best_at_k_of_pool`), with structured metric names (`MetricName`) and the markdown table;
+- `vpo_core.evaluation.plots`: best@k against k (needs matplotlib, imported when drawing).
+
+The evaluation app (``apps/evaluate.py``) is `vpo_core.adapters.local.evaluate`; it needs the local
+engine's samplers.
+"""
+
+from __future__ import annotations
+
+from vpo_core.evaluation.metrics import (
+    KS,
+    MetricName,
+    best_at_k_curve_of_pool,
+    best_at_k_of_pool,
+    markdown_table,
+    metric_name,
+    pool_curve,
+    pool_metrics,
+    pool_summary,
+    task_pool_metrics,
+    validity_metrics,
+)
+from vpo_core.evaluation.pool_file import SavedPool, legacy_mode, load_pool, new_pool, package_versions, save_pool
+from vpo_core.evaluation.sampling import CONDITIONINGS, EvalResult, Sampler, evaluate_policy, goal_weights_for_eval
+
+__all__ = [
+    "CONDITIONINGS",
+    "KS",
+    "EvalResult",
+    "MetricName",
+    "Sampler",
+    "SavedPool",
+    "best_at_k_curve_of_pool",
+    "best_at_k_of_pool",
+    "evaluate_policy",
+    "goal_weights_for_eval",
+    "legacy_mode",
+    "load_pool",
+    "markdown_table",
+    "metric_name",
+    "new_pool",
+    "package_versions",
+    "pool_curve",
+    "pool_metrics",
+    "pool_summary",
+    "save_pool",
+    "task_pool_metrics",
+    "validity_metrics",
+]

@@ -1,0 +1,259 @@
+"""Evaluation of a policy on an env split: candidate pools and the paper's metrics.
+
+Pools follow the paper's protocol (its appendix on best@k for multi-answer policies): a multi-answer policy writes chains of m
+candidates and best@k uses ⌈k/m⌉ chains in generation order (the exact chain estimator); a
+single-answer policy samples iid candidates (the order-statistic estimator). The metrics are
+`vpo_core.evaluation.metrics`', the same as the env CLIs' ``score``.
+
+A goal-conditioned policy (goal-conditioned GRPO) is evaluated with the goal suffix in its prompts,
+conditioned either on w* or on one w ~ Dir(1) per task (`goal_weights_for_eval`); best@k still
+scores every candidate with w*.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+
+from vpo_core.evaluation.metrics import KS, pool_metrics
+from vpo_core.types import Message, Task
+from vpo_core.weights import dirichlet_weights
+
+if TYPE_CHECKING:  # vpo_core.env imports the tabular study, which reads vpo_core.evaluation
+    from vpo_core.env import TextEnv
+
+__all__ = [
+    "CONDITIONINGS",
+    "KS",
+    "EvalResult",
+    "Sampler",
+    "evaluate_policy",
+    "goal_weights_for_eval",
+]
+
+CONDITIONINGS = ("w_star", "dirichlet")
+"""How a goal-conditioned policy is conditioned at evaluation: on w*, or on w ~ Dir(1) per task."""
+
+
+class Sampler(Protocol):
+    """What evaluation samples from.
+
+    `samplers.TransformersSampler`, `vllm_sampler.VllmSampler`, `openai_sampler.OpenAISampler` or
+    `policy.Policy`.
+    """
+
+    def prompt_text(self, messages: Sequence[Message]) -> str:
+        """The chat messages as `sample` takes them (the rendered prompt text)."""
+        ...
+
+    def sample(
+        self,
+        prompts: Sequence[str],
+        *,
+        num_samples: int,
+        max_new_tokens: int,
+        temperature: float,
+        top_p: float = 1.0,
+        seed: int | None = None,
+    ) -> list[str]:
+        """P·num_samples completion texts, prompt-major."""
+        ...
+
+
+@dataclass
+class EvalResult:
+    """Pools and metrics of one policy.
+
+    Attributes:
+        name: Label of the policy (a checkpoint name, with its goal conditioning if any).
+        mode: Prompt mode of its pools.
+        m: Candidates per completion.
+        rewards: Pools, shape (T tasks, n completions, m, d); rows of a task with fewer dimensions
+            than d (per-task specs) are zero-padded.
+        metrics: Summary metrics (see `vpo_core.evaluation.metrics.pool_summary`).
+        curve: best@k for k = 1..n·m, averaged over tasks (w*-scores).
+        bad_completions: Completions that could not be scored (or were missing), counted as all-zero rows.
+        settings: The sampling settings used (temperature, top_p, max_new_tokens, samples, seeds, conditioning).
+    """
+
+    name: str
+    mode: str
+    m: int
+    rewards: np.ndarray
+    metrics: dict[str, float] = field(default_factory=dict)
+    curve: list[float] = field(default_factory=list)
+    bad_completions: int = 0
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
+def goal_weights_for_eval(
+    env: TextEnv[Any, Any], tasks: Sequence[Task[Any]], conditioning: str, *, seed: int = 0
+) -> list[np.ndarray]:
+    """The weights a goal-conditioned policy is conditioned on, one vector per task.
+
+    Args:
+        env: The environment.
+        tasks: The tasks.
+        conditioning: ``"w_star"`` (each task's w*) or ``"dirichlet"`` (one Dir(1) draw per task,
+            keyed by ``("eval-goal", task.id)`` and `seed`, so every run and process draws the same
+            weights, and they differ from the training draws).
+        seed: Seed of the Dir(1) draws.
+
+    Returns:
+        T weight vectors, shape (d_t,) each.
+
+    Raises:
+        ValueError: For an unknown conditioning.
+    """
+    if conditioning not in CONDITIONINGS:
+        raise ValueError(f"conditioning must be one of {CONDITIONINGS}, got {conditioning!r}.")
+    out = []
+    for task in tasks:
+        spec = env.spec_for(task)
+        if conditioning == "w_star":
+            out.append(spec.w_star_array)
+        else:
+            out.append(dirichlet_weights(spec.dim, 1, seed=seed, key=("eval-goal", task.id))[0])
+    return out
+
+
+def _log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def evaluate_policy(
+    policy: Sampler,
+    env: TextEnv[Any, Any],
+    tasks: Sequence[Task[Any]],
+    *,
+    name: str,
+    mode: str,
+    m: int,
+    samples: int,
+    temperature: float,
+    top_p: float,
+    seeds: int,
+    max_new_tokens: int,
+    prompts_per_batch: int = 16,
+    goal_weights: Sequence[np.ndarray] | None = None,
+    progress: Callable[[int], None] | None = None,
+    log: Callable[[str], None] = _log,
+    ks: Sequence[int] = KS,
+) -> EvalResult:
+    """Sample pools on `tasks` and compute the metrics.
+
+    One bad completion never stops an evaluation: a completion the sampler did not return as text,
+    or one whose scoring raises, counts as an all-zero reward row (counted in ``bad_completions``).
+
+    Args:
+        policy: Any `Sampler`.
+        env: The environment.
+        tasks: Tasks to evaluate on.
+        name: Label for tables and plots.
+        mode: Prompt mode (the policy's training mode).
+        m: Candidates per completion.
+        samples: Candidates per task and seed (``samples // m`` chains in multi mode).
+        temperature: Sampling temperature (the env's ``profile.eval.temperature``).
+        top_p: Nucleus sampling (the env's ``profile.eval.top_p``).
+        seeds: Evaluation seeds; their pools are concatenated.
+        max_new_tokens: Longest completion.
+        prompts_per_batch: Prompts sampled together.
+        goal_weights: Per task, shape (d_t,): the goal-conditioning suffix written into its prompt
+            (a goal-conditioned policy; see `goal_weights_for_eval`), or None.
+        progress: Called with the number of tasks done after each batch (e.g. a tqdm bar's ``update``).
+        log: Where the count of bad completions is reported.
+        ks: The k of the metrics (see `pool_metrics`).
+
+    Returns:
+        The pools and metrics.
+    """
+    if goal_weights is not None and len(goal_weights) != len(tasks):
+        raise ValueError(f"goal_weights has {len(goal_weights)} vectors for {len(tasks)} tasks; give one per task.")
+    per_task = max(1, samples // m)
+    prompts = [
+        policy.prompt_text(
+            env.render_prompt(t, mode=mode, m=m, goal_weights=None if goal_weights is None else goal_weights[i])  # type: ignore[arg-type]
+        )
+        for i, t in enumerate(tasks)
+    ]
+    pools = np.zeros((len(tasks), per_task * seeds, m, env.reward_spec.dim))
+    bad = 0
+    sampler_bad = int(getattr(policy, "bad_completions", 0) or 0)  # completions a sampler could not get as text
+    for seed in range(seeds):
+        for start in range(0, len(tasks), prompts_per_batch):
+            chunk = prompts[start : start + prompts_per_batch]
+            texts = list(
+                policy.sample(
+                    chunk,
+                    num_samples=per_task,
+                    max_new_tokens=max_new_tokens,
+                    temperature=temperature,
+                    top_p=top_p,
+                    seed=10_000 * seed + start,
+                )
+            )
+            bad += _score_batch(env, tasks, texts, pools, (start, len(chunk), seed, per_task), name, mode, log)
+            if progress is not None:
+                progress(len(chunk))
+    bad += int(getattr(policy, "bad_completions", 0) or 0) - sampler_bad
+    if bad:
+        log(f"{name}: {bad} completion(s) were missing or unscorable and count as all-zero reward rows")
+    metrics, curve = pool_metrics(env, tasks, pools, mode=mode, ks=ks)
+    settings = {
+        "samples": samples,
+        "seeds": seeds,
+        "temperature": temperature,
+        "top_p": top_p,
+        "max_new_tokens": max_new_tokens,
+    }
+    return EvalResult(
+        name=name, mode=mode, m=m, rewards=pools, metrics=metrics, curve=curve, bad_completions=bad, settings=settings
+    )
+
+
+def _score_batch(
+    env: TextEnv[Any, Any],
+    tasks: Sequence[Task[Any]],
+    texts: list[str],
+    pools: np.ndarray,
+    where: tuple[int, int, int, int],
+    name: str,
+    mode: str,
+    log: Callable[[str], None],
+) -> int:
+    """Score one batch's completions into `pools` (shape (T, n, m, d)); returns how many were bad.
+
+    Args:
+        env: The environment.
+        tasks: All T tasks.
+        texts: The batch's completions, prompt-major.
+        pools: The pools, written in place.
+        where: (first task of the batch, prompts in it, seed, completions per task and seed).
+        name: Label for the log.
+        mode: Prompt mode.
+        log: Where a bad completion is reported.
+
+    Returns:
+        The completions missing from `texts` or whose scoring raised (their rows stay zero).
+    """
+    start, prompts, seed, per_task = where
+    m = pools.shape[2]
+    expected = prompts * per_task
+    bad = 0
+    if len(texts) != expected:
+        log(f"{name}: the sampler returned {len(texts)} completions for {expected}; missing ones score 0")
+        bad += max(0, expected - len(texts))
+    for j, text in enumerate(texts[:expected]):
+        t = start + j // per_task
+        c = seed * per_task + j % per_task
+        try:
+            row = env.score_completion(tasks[t], text, mode=mode, m=m).rewards  # type: ignore[arg-type]
+            pools[t, c, :, : row.shape[-1]] = row
+        except Exception as exc:  # one bad completion (or env bug) must not stop the evaluation
+            bad += 1
+            log(f"{name}: completion {c} of {tasks[t].id} could not be scored ({type(exc).__name__}: {exc})")
+    return bad

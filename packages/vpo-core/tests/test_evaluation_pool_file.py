@@ -1,0 +1,140 @@
+"""The saved pool (vpo_core.evaluation): one writer, one reader, old pool files, structured metric names."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import vpo_core
+from vpo_core.evaluation import (
+    MetricName,
+    SavedPool,
+    best_at_k_of_pool,
+    legacy_mode,
+    load_pool,
+    metric_name,
+    new_pool,
+    pool_summary,
+    save_pool,
+    task_pool_metrics,
+)
+from vpo_core.metrics import best_at_k, best_at_k_chains
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def _maze_pool(m: int = 3, n: int = 4, t: int = 3, seed: int = 0) -> tuple[object, list[object], np.ndarray]:
+    env = vpo_core.make("maze-v1", test_size=t)
+    tasks = list(env.tasks("test"))
+    rewards = np.random.default_rng(seed).uniform(size=(t, n, m, 4))
+    return env, tasks, rewards
+
+
+@pytest.mark.parametrize("suffix", [".npy", ".npz"])
+def test_a_saved_pool_reads_back_with_its_metadata(tmp_path, suffix):
+    env, tasks, rewards = _maze_pool()
+    pool = new_pool(env, "maze-v1", tasks, rewards, mode="multi", label="vpo", settings={"temperature": 1.0})
+    path = save_pool(tmp_path / f"pool_vpo{suffix}", pool)
+    back = load_pool(path)
+    np.testing.assert_array_equal(back.rewards, rewards)
+    assert (back.mode, back.m, back.env, back.label, back.source) == ("multi", 3, "maze-v1", "vpo", "metadata")
+    assert back.task_ids == [t.id for t in tasks]
+    assert back.reward_names == [list(env.spec_for(t).names) for t in tasks]
+    assert back.w_star == [[0.25] * 4] * 3
+    assert back.settings == {"temperature": 1.0}
+    assert {"vpo-core", "python"} <= set(back.versions)
+    if suffix == ".npy":  # the array file is what np.load always read; the metadata sits beside it
+        np.testing.assert_array_equal(np.load(path), rewards)
+        assert json.loads(path.with_suffix(".json").read_text())["mode"] == "multi"
+    else:
+        np.testing.assert_array_equal(np.load(path)["rewards"], rewards)
+
+
+def test_the_mode_comes_from_the_metadata_not_from_m(tmp_path):
+    rewards = np.random.default_rng(1).uniform(size=(2, 5, 1, 4))
+    save_pool(tmp_path / "pool_a.npy", SavedPool(rewards, mode="multi"))  # multi mode with m = 1
+    assert load_pool(tmp_path / "pool_a.npy").mode == "multi"
+    np.save(tmp_path / "pool_bare.npy", rewards)  # no record at all: the old rule
+    bare = load_pool(tmp_path / "pool_bare.npy")
+    assert (bare.mode, bare.source) == ("single", "shape") == (legacy_mode(rewards), "shape")
+    with pytest.raises(ValueError, match="tasks, completions, m, d"):
+        SavedPool(rewards[0], mode="single")
+    with pytest.raises(ValueError, match="single or multi"):
+        SavedPool(rewards, mode="chains")
+    with pytest.raises(ValueError, match=r"\.npy or \.npz"):
+        save_pool(tmp_path / "pool.pkl", SavedPool(rewards, mode="single"))
+    with pytest.raises(FileNotFoundError):
+        load_pool(tmp_path / "nope.npy")
+
+
+def test_an_old_evaluation_pool_takes_its_row_from_results_json(tmp_path):
+    rewards = np.random.default_rng(2).uniform(size=(2, 4, 1, 4))
+    np.save(tmp_path / "pool_run.npy", rewards)
+    row = {"mode": "multi", "m": 1, "settings": {"file": "pool_run.npy", "env": "maze-v1", "samples": 4}}
+    (tmp_path / "results.json").write_text(json.dumps({"run": row}))
+    pool = load_pool(tmp_path / "pool_run.npy")
+    assert (pool.mode, pool.env, pool.label, pool.source) == ("multi", "maze-v1", "run", "results.json")
+    assert pool.settings == {"file": "pool_run.npy", "samples": 4}
+
+
+def test_the_committed_pools_read_without_rewriting():
+    index = json.loads((ROOT / "results" / "maze-v1-miniature" / "index.json").read_text())
+    for record in index["pools"][:6]:
+        pool = load_pool(ROOT / "results" / "maze-v1-miniature" / record["pool"])
+        assert (pool.mode, pool.label, pool.env, pool.source) == (
+            record["mode"],
+            record["label"],
+            "maze-v1",
+            "index.json",
+        )
+        assert pool.rewards.dtype == np.float32
+    for folder in sorted((ROOT / "results" / "maze-v1-miniature-v2" / "calibration").glob("*/")):
+        if (folder / "pool.npz").exists():
+            [(label, row)] = json.loads((folder / "results.json").read_text()).items()
+            pool = load_pool(folder / "pool.npz")
+            assert (pool.mode, pool.label, pool.source) == (row["mode"], label, "results.json")
+            assert pool.rewards.shape[2] == row["m"]
+
+
+def test_metric_names_keep_their_parts_and_print_as_before():
+    assert MetricName("best", 5) == "best@5"
+    assert MetricName("best", 30, "gold") == "best@30[gold]"
+    assert MetricName("E_w[best]", 5) == "E_w[best@5]"
+    assert MetricName("mean", dim="gold") == "mean_gold"
+    assert MetricName("diversity") == "diversity"
+    for text in ("best@5", "best@30[gold]", "E_w[best@5]", "chain_pass@10", "solution_pass@3", "diversity@5"):
+        name = metric_name(text)
+        assert name == text
+        assert metric_name(name) is name
+        assert MetricName(name.stat, name.k, name.dim) == text
+    assert (metric_name("best@30[gold]").stat, metric_name("best@30[gold]").k) == ("best", 30)
+    assert metric_name("E_w[best@5]").stat == "E_w[best]"
+    env, tasks, rewards = _maze_pool()
+    row = task_pool_metrics(env, tasks[0], rewards[0], mode="multi", ks=(1, 5))
+    assert all(isinstance(key, MetricName) for key in row)
+    assert {(key.stat, key.k) for key in row if key.k == 5} >= {("best", 5), ("pass", 5), ("E_w[best]", 5)}
+    summary = pool_summary(env, tasks, list(rewards), mode="multi", ks=(1, 5))
+    assert json.loads(json.dumps(summary)) == {str(k): v for k, v in summary.items()}
+
+
+def test_one_best_at_k_of_a_pool_batched_or_not():
+    scores = np.random.default_rng(3).uniform(size=(4, 5, 3))
+    for k in (1, 4, 15):
+        batched = best_at_k_of_pool(scores, k, mode="multi")
+        np.testing.assert_allclose(batched, [best_at_k_chains(s, k) for s in scores])
+        assert best_at_k_of_pool(scores[0], k, mode="multi") == pytest.approx(float(best_at_k_chains(scores[0], k)))
+    for k in (1, 5):
+        np.testing.assert_allclose(best_at_k_of_pool(scores, k, mode="single"), best_at_k(scores[..., 0], k))
+
+
+def test_a_broken_record_beside_an_old_pool_falls_back_to_the_shape_rule(tmp_path):
+    np.save(tmp_path / "pool_x.npy", np.zeros((1, 2, 3, 4)))
+    (tmp_path / "results.json").write_text("{not json")
+    assert load_pool(tmp_path / "pool_x.npy").source == "shape"
+    (tmp_path / "results.json").write_text(json.dumps({"x": {"mode": "single", "settings": "pool_x.npy"}}))
+    (tmp_path / "index.json").write_text(json.dumps({"pools": [{"pool": "pool_x.npy", "mode": "chains"}]}))
+    pool = load_pool(tmp_path / "pool_x.npy")
+    assert (pool.mode, pool.source) == ("multi", "shape")
