@@ -2,8 +2,8 @@
 
 Two programs are copies when they differ only in comments, whitespace and layout, docstrings and other
 bare constant statements (a string or ``...`` on a line of its own), or ``pass`` statements: none of
-these changes what the sandbox executes, so none of them makes a second candidate (issue 22: appending
-such text used to make copies look distinct to Multi-RLVR's de-duplication). Anything that can change
+these changes what the sandbox executes, so none of them makes a second candidate (appending such
+text cannot make copies look distinct to Multi-RLVR's de-duplication). Anything that can change
 behaviour, however dead it looks (``if False: ...``, renamed variables), keeps programs distinct.
 """
 

@@ -6,12 +6,8 @@ scored in different processes (veRL's reward workers), so the draws are a pure f
 (PCG64) that draws that group's weights, never Python's salted ``hash()`` or a process-global
 stream. A Dirichlet(alpha·1_d) vector is d Gamma(alpha) variates divided by their sum; numpy's
 float64 samplers draw them (`numpy.random.Generator.standard_gamma`, which for alpha = 1 returns
-the numbers of `numpy.random.Generator.standard_exponential`).
-
-The draws changed once more (CHANGELOG, "Unreleased"): the alpha = 1 variates used to be float32
-exponentials built from the raw PCG64 bits for a float32 fast path; they are now numpy's float64
-exponentials from the same keyed stream, so one float64 sampler serves every alpha and VPO has one
-implementation. A run keyed like an earlier one gets different, equally distributed, weights.
+the numbers of `numpy.random.Generator.standard_exponential`). One float64 sampler serves every
+alpha (the draws' history is in the CHANGELOG).
 """
 
 from __future__ import annotations

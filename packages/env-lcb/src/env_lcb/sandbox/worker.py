@@ -21,7 +21,7 @@ Three kinds of process live in one worker sandbox (one uid, one pid namespace):
   clone but threads, no setpgid) on the zygote's, a sealed "ready" mark, and
   every descriptor but 0/1/2 and its result memfd (3) closed. Only then does untrusted code run.
 
-What untrusted code can see and touch, and why each attack class of issue 11 is closed:
+What untrusted code can see and touch, and why each attack class is closed:
 
 1. Previous jobs / other tests: it is a copy of the zygote, which never held job data (above),
    plus its own program and input. Nothing of the broker's memory is mapped in it.
@@ -100,7 +100,7 @@ DENIED = sorted(
         *(319, 447),  # memfd_create, memfd_secret
         *(29, 30, 31, 67, 64, 65, 66, 220, 68, 69, 70, 71),  # SysV shm, sem, msg
         *(240, 241, 242, 243, 244, 245),  # POSIX message queues
-        # issue 22: host-wide kernel quotas (aio contexts: fs.aio-max-nr; inotify instances: per host uid)
+        # host-wide kernel quotas (aio contexts: fs.aio-max-nr; inotify instances: per host uid)
         # and host-wide writeback (sync, syncfs on a read-only bind of the host's disk)
         *(206, 253, 294, 162, 306),  # io_setup, inotify_init, inotify_init1, sync, syncfs
     }
@@ -119,8 +119,8 @@ def _bpf(stage):
     ``"zygote"``: loaded once into the zygote and inherited by every child: architecture check,
     argument checks, the deny list; ``clone`` only for threads or as the zygote's exact
     ``CLONE_PARENT | SIGCHLD``. ``"child"``: a few instructions each child adds after making its
-    process group: ``clone`` only for threads, no ``setpgid``. (Loading the large filter per child
-    cost ~0.35 ms of kernel time per test; a stacked small one costs a fraction of that.)
+    process group: ``clone`` only for threads, no ``setpgid`` (stacking a small filter is cheaper than
+    loading the large one per child).
     """
     ld, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
     allow, eperm, enosys, kill = 0x7FFF0000, 0x00050000 | 1, 0x00050000 | 38, 0x80000000

@@ -102,8 +102,8 @@ class Policy:
         tokenizer: Its tokenizer (left padding, with a chat template).
         device: Where the model lives.
         sample_threads: torch's intra-op threads while sampling on CPU (None: leave as set). Sampling a
-            small model is a long chain of tiny ops that extra threads only slow down (measured: one
-            thread 5-10x faster than two on a busy 2-core machine), so the default is 1.
+            small model is a long chain of tiny ops that extra threads only slow down, so the default
+            is 1.
         chat_template_kwargs: Extra variables of the chat template for every prompt this policy renders
             (the env's ``profile.chat_template_kwargs``, e.g. Qwen3's ``enable_thinking=False``).
     """

@@ -13,7 +13,7 @@ Layout::
     eval_<name>.json   evaluation metrics of one model (``init``, ``final``), tagged with that model's digest
     report.md, report.json, training.png, best_at_k.png
 
-Guarantees (issue 15): the checkpoint is replaced by a rename swap (``checkpoint.tmp`` written and
+Guarantees: the checkpoint is replaced by a rename swap (``checkpoint.tmp`` written and
 fsynced, ``checkpoint`` -> ``checkpoint.old``, ``checkpoint.tmp`` -> ``checkpoint``), so a kill at any
 point leaves a complete copy that `recover` restores; ``init_model`` is written the same way; every
 artefact records the run id (the digest of ``init_model``'s weights), so artefacts of another model
