@@ -23,7 +23,7 @@ def test_every_demonstration_is_valid_and_in_format(style):
 
 def test_random_style_is_not_pareto_first():
     env = MazeEnv(train_size=30, test_size=1)
-    assert env.demonstration_style == "random"
+    assert env.config.demonstrations == "random"
     rng = np.random.default_rng(1)
     pareto_share, expected = [], []
     for task in env.tasks("train"):

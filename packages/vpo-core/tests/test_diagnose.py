@@ -7,7 +7,8 @@ from math import comb
 import numpy as np
 import pytest
 
-from vpo_core.diagnose import PAPER_ROWS, diagnose_pool, format_table, verdict
+from vpo_core.diagnose import diagnose_pool, format_table, paper_rows, verdict
+from vpo_core.profile import CollinearityRow
 
 
 def appendix_rho(pool: np.ndarray) -> float:
@@ -43,8 +44,33 @@ def test_collinear_pool_is_out_of_regime_and_independent_pool_in_it():
     assert verdict(float("nan")).startswith("undetermined")
 
 
+# the paper's table as printed: every row comes from its env's profile, so a lost row fails here
+PAPER_TABLE = [
+    "| Maze (paper) | 4 reward feats (D=4) | 0.39 | 0.37 | 0.593 | 0.432 | +0.161 |",
+    "| MuSiQue (paper) | 4 hop + 1 F1 (D=5) | 0.12 | 0.11 | 0.864 | 0.841 | +0.023 |",
+    "| EUREQA (paper) | 5 entity-EM (D=5) | 0.05 | 0.03 | 0.204 | 0.182 | +0.022 |",
+    "| ToolRL (paper) | 4 sub-metrics (D=4) | 0.86 | 0.62 | 0.953 | 0.924 | +0.028 |",
+    "| UltraFeedback (paper) | 5 ArmoRM dims (D=5) | 0.95 | 0.82 | 0.767 | 0.772 | -0.004 |",
+]
+
+
+def test_the_paper_rows_come_whole_and_in_order_from_the_installed_envs():
+    table = format_table("toy-v1", "2", None, None, with_paper=True).splitlines()
+    assert table[2:-1] == PAPER_TABLE
+    assert [row.position for row in paper_rows()] == [1, 2, 3, 4, 5]
+
+
+def test_a_paper_row_is_checked():
+    row = {"position": 1, "domain": "X", "dims": "2 (D=2)", "rho_vpo": 0.1, "rho_grpo": 0.2}
+    row |= {"best_vpo": 0.5, "best_grpo": 0.4, "delta": 0.1}
+    assert CollinearityRow(**row).source.startswith("paper, appendix")
+    for bad in ({"position": 0}, {"domain": ""}, {"rho_vpo": 1.5}, {"delta": float("nan")}):
+        with pytest.raises(ValueError, match=r"must be|is a mean"):
+            CollinearityRow(**{**row, **bad})
+
+
 def test_paper_rows_get_the_paper_verdicts():
-    verdicts = {name: verdict(rho_grpo) for name, _, _, rho_grpo, *_ in PAPER_ROWS}
+    verdicts = {row.domain: verdict(row.rho_grpo) for row in paper_rows()}
     assert all(verdicts[n].startswith("in VPO's regime") for n in ("Maze", "MuSiQue", "EUREQA", "ToolRL"))
     assert not verdicts["UltraFeedback"].startswith("in VPO's regime")
 
@@ -91,7 +117,7 @@ def test_table_layout_matches_the_paper():
     table = format_table("toy-v1", "2 dims (D=2)", a, b, with_paper=True)
     lines = table.splitlines()
     assert lines[0] == "| Domain | reward dims | ρ̄ VPO | ρ̄ GRPO | best@16 VPO | best@16 GRPO | Δ |"
-    assert len(lines) == 2 + len(PAPER_ROWS) + 1
+    assert len(lines) == 2 + len(paper_rows()) + 1
     assert lines[-1].startswith("| toy-v1 | 2 dims (D=2) |")
     assert lines[-1].endswith(f"{a.best_at_k - b.best_at_k:+.3f} |")
     assert "| UltraFeedback (paper) | 5 ArmoRM dims (D=5) | 0.95 | 0.82 | 0.767 | 0.772 | -0.004 |" in table

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pickle
 import re
+from dataclasses import dataclass
 
 import numpy as np
 import pytest
@@ -264,3 +265,64 @@ def test_the_env_cli_scores_each_completion_with_one_rewards_call():
     pools = {i: [render_numbered("response", ["5 0 0", "1 2 3"])] * 4 for i in range(len(tasks))}
     score_pools(env, tasks, pools, mode="multi", m=2)
     assert env.calls == 4 * len(tasks)
+
+
+# ------------------------------------------------------------------ typed config, generic pickling
+@dataclass(frozen=True)
+class SizedDigitsConfig:
+    n_train: int = 6
+    n_test: int = 3
+
+    def __post_init__(self):
+        if self.n_train < 1:
+            raise ValueError(f"n_train must be >= 1, got {self.n_train}.")
+
+
+class SizedDigitsEnv(DigitsEnv):
+    """DigitsEnv with its options as a config record (no pickling of its own)."""
+
+    config_cls = SizedDigitsConfig
+
+    def __init__(self, config=None, /, **options):
+        TextEnv.__init__(self, config, **options)
+        self.sizes = {"train": self.config.n_train, "test": self.config.n_test}
+        self.built = getattr(self, "built", 0) + 1  # a cache that must not travel with the env
+
+
+def test_an_env_takes_its_config_record_or_its_fields_and_pickles_as_the_config():
+    env = SizedDigitsEnv(n_train=4)
+    assert env.config == SizedDigitsConfig(n_train=4)
+    assert len(env.tasks("train")) == 4
+    assert SizedDigitsEnv(SizedDigitsConfig(n_train=2)).config.n_train == 2
+    assert env.__getstate__() == {"n_train": 4, "n_test": 3}
+    env.built = 99
+    copy = pickle.loads(pickle.dumps(env))
+    assert (copy.config, copy.built) == (env.config, 1)  # rebuilt from the config, caches not shipped
+    with pytest.raises(TypeError, match="not both"):
+        SizedDigitsEnv(SizedDigitsConfig(), n_train=2)
+    with pytest.raises(TypeError, match="takes a SizedDigitsConfig"):
+        SizedDigitsEnv({"n_train": 2})
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        SizedDigitsEnv(n_trian=2)
+    with pytest.raises(ValueError, match="n_train must be"):
+        SizedDigitsEnv(n_train=0)
+
+
+def test_an_env_without_a_config_record_pickles_its_attributes_as_before():
+    env = DigitsEnv(n_train=2)
+    env.note = "kept"
+    copy = pickle.loads(pickle.dumps(env))
+    assert (copy.sizes, copy.note) == ({"train": 2, "test": 3}, "kept")
+    with pytest.raises(TypeError, match="takes no options"):
+        TextEnv.__init__(env, n_train=2)
+
+
+def test_env_options_are_checked_against_the_config_fields(monkeypatch):
+    from vpo_core import env_options
+
+    monkeypatch.setattr(env_options, "resolve_env_class", lambda env_id: SizedDigitsEnv)
+    assert env_options.check_env("digits-v0", {"n_test": 2}) == ("digits-v0", {"n_test": 2})
+    with pytest.raises(ValueError, match=r"env.n_trian is not an option of digits-v0; did you mean env.n_train\?"):
+        env_options.check_env("digits-v0", {"n_trian": 2})
+    with pytest.raises(ValueError, match=r"env\.n_train of digits-v0 expects int"):
+        env_options.check_env("digits-v0", {"n_train": "many"})

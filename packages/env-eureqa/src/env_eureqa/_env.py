@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +15,7 @@ from env_eureqa._reward import LETTERS, parse_entities, score_entities
 from vpo_core import Candidate, Message, Mode, RewardSpec, Task, TextEnv
 from vpo_core.multi_answer import extract_numbered, render_numbered
 
-__all__ = ["EUREQA_SPEC", "EureqaEnv", "EureqaTask"]
+__all__ = ["EUREQA_SPEC", "EureqaConfig", "EureqaEnv", "EureqaTask"]
 
 EUREQA_SPEC = RewardSpec.uniform(
     [f"entity_{letter}" for letter in LETTERS],
@@ -41,6 +40,28 @@ class EureqaTask:
     idx: int
 
 
+@dataclass(frozen=True)
+class EureqaConfig:
+    """The options of eureqa-v1 (``env.<field>=`` on the command lines).
+
+    Attributes:
+        data_dir: Folder with the Hub layout (``data/<split>-00000-of-00001.parquet``); default: the Hub.
+            A path is kept as text.
+        revision: Hub revision to load (default ``"main"``; pin a commit for exact reproducibility).
+        seed: Seed of the hard-split shuffle (the paper: 0).
+        hub_id: Hub dataset id (a mirror or fork with the same files).
+    """
+
+    data_dir: str | None = None
+    revision: str = DEFAULT_REVISION
+    seed: int = 0
+    hub_id: str = HUB_ID
+
+    def __post_init__(self) -> None:
+        if self.data_dir is not None:
+            object.__setattr__(self, "data_dir", str(self.data_dir))
+
+
 class EureqaEnv(TextEnv[EureqaTask, tuple[str, ...]]):
     """Back-chain through a 5-relation narrative to name the masked entities A–E.
 
@@ -48,50 +69,34 @@ class EureqaEnv(TextEnv[EureqaTask, tuple[str, ...]]):
     articles and punctuation ignored), w* = the uniform mean. Rows with fewer than six masks are
     skipped (the sixth, F, is the revealed leaf).
 
-    Args:
-        data_dir: Folder with the Hub layout (``data/<split>-00000-of-00001.parquet``); default: the Hub.
-        revision: Hub revision to load (default ``"main"``; pin a commit for exact reproducibility).
-        seed: Seed of the hard-split shuffle (the paper: 0).
-        hub_id: Hub dataset id (a mirror or fork with the same files).
+    Options: `EureqaConfig` (``EureqaEnv(data_dir=...)`` or ``EureqaEnv(EureqaConfig(...))``).
     """
 
     env_id = "eureqa-v1"
     reward_spec = EUREQA_SPEC
     profile = PROFILE
+    config_cls = EureqaConfig
+    config: EureqaConfig
 
-    def __init__(
-        self,
-        data_dir: str | os.PathLike[str] | None = None,
-        revision: str = DEFAULT_REVISION,
-        seed: int = 0,
-        hub_id: str = HUB_ID,
-    ) -> None:
-        self.data_dir = None if data_dir is None else str(data_dir)
-        self.revision = revision
-        self.seed = seed
-        self.hub_id = hub_id
+    def __init__(self, config: EureqaConfig | None = None, /, **options: Any) -> None:
+        super().__init__(config, **options)
         self.filtered: dict[str, int] = {}
         """Rows skipped per upstream split (fewer than six masks or entities), known once tasks are loaded."""
         self._splits: dict[str, list[Task[EureqaTask]]] | None = None
 
-    def __getstate__(self) -> dict[str, Any]:
-        return {"data_dir": self.data_dir, "revision": self.revision, "seed": self.seed, "hub_id": self.hub_id}
-
     def data_source(self) -> dict[str, Any]:
         """Where the data comes from (Hub id, revision, resolved commit, local files and sha256), for a run's config."""
-        return data_source(self.data_dir, self.revision, self.hub_id)
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(**state)  # type: ignore[misc]
+        return data_source(self.config.data_dir, self.config.revision, self.config.hub_id)
 
     def tasks(self, split: str) -> list[Task[EureqaTask]]:
         """The paper's mixed split: train 1,109 (all normal_5 + half of hard_5), test 682 (other half)."""
         if split not in self.splits:
             raise ValueError(f"unknown EUREQA split {split!r}; choose one of {list(self.splits)}.")
         if self._splits is None:
-            normal = load_source_split(NORMAL, self.data_dir, self.revision, self.hub_id)
-            hard = load_source_split(HARD, self.data_dir, self.revision, self.hub_id)
-            rows, self.filtered = build_splits(normal, hard, seed=self.seed)
+            c = self.config
+            normal = load_source_split(NORMAL, c.data_dir, c.revision, c.hub_id)
+            hard = load_source_split(HARD, c.data_dir, c.revision, c.hub_id)
+            rows, self.filtered = build_splits(normal, hard, seed=c.seed)
             self._splits = {
                 name: [self._task(name, i, source, row) for i, (source, row) in enumerate(items)]
                 for name, items in rows.items()

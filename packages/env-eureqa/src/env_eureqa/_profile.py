@@ -6,7 +6,7 @@ public launcher (``train.sh`` and ``PAPER_REPRO.md`` §3.3 of github.com/ryanbol
 
 from __future__ import annotations
 
-from vpo_core.profile import EnvProfile, Generation, VerlRecipe
+from vpo_core.profile import CollinearityRow, EnvProfile, Generation, VerlRecipe
 
 __all__ = ["PROFILE"]
 
@@ -50,4 +50,15 @@ PROFILE = EnvProfile(
     eval_seeds=4,  # "averaged over 4 evaluation seeds" (appendix "EUREQA")
     chat_template_kwargs={"enable_thinking": False},  # Qwen3; authors' train.sh and evaluation
     recipe=RECIPE,
+    # its row of the paper's rho-vs-best@16 table (appendix "Reward Collinearity Predicts When VPO Helps")
+    collinearity=CollinearityRow(
+        position=3,
+        domain="EUREQA",
+        dims="5 entity-EM (D=5)",
+        rho_vpo=0.05,
+        rho_grpo=0.03,
+        best_vpo=0.204,
+        best_grpo=0.182,
+        delta=0.022,
+    ),
 )

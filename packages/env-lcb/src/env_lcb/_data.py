@@ -283,6 +283,73 @@ def _deepcoder_rows(
         yield from ((str(path), i, row) for i, row in enumerate(read_parquet(path, expected=DEEPCODER_FORMAT)))
 
 
+def _lite_problems(
+    split: str,
+    data_dir: str | os.PathLike[str] | None,
+    max_tests: int,
+    lite_test_from: str,
+    skipped: dict[str, int],
+    dropped: dict[str, int],
+    *,
+    hub_id: str,
+    revision: str,
+) -> tuple[list[Problem], int, str]:
+    """The problems of an lcb_lite split (by ``contest_date``), the rows read, and what was read.
+
+    Counts the rows without tests in `skipped` and the tests dropped, by reason, in `dropped`.
+    """
+    if data_dir is None:
+        raise FileNotFoundError(_how_to_get("source='lcb_lite' needs data_dir", hub_id, revision))
+    files = sorted(Path(data_dir).expanduser().glob("test*.jsonl"))
+    if not files:
+        raise FileNotFoundError(_how_to_get(f"no test*.jsonl in {data_dir}", hub_id, revision))
+    problems: list[Problem] = []
+    total = 0
+    where = f"contest_date {'>=' if split == 'test' else '<'} {lite_test_from}"
+    for path in files:
+        for i, raw in enumerate(read_jsonl(path, expected=LITE_FORMAT)):
+            row = RowReader(raw, str(path), i, LITE_FORMAT)
+            total += 1
+            if (_contest_date(row) >= lite_test_from) != (split == "test"):
+                continue
+            problem = _from_lite(len(problems), row, max_tests, dropped)
+            if problem is None:
+                skipped["without tests"] += 1
+            else:
+                problems.append(problem)
+    return problems, total, f"the lcb_lite {split} split ({where}) of {', '.join(map(str, files))}"
+
+
+def _deepcoder_problems(
+    split: str,
+    data_dir: str | os.PathLike[str] | None,
+    max_tests: int,
+    skipped: dict[str, int],
+    dropped: dict[str, int],
+    *,
+    hub_id: str,
+    revision: str,
+) -> tuple[list[Problem], int, str]:
+    """The problems of a DeepCoder split (test: lcbv5, train: `TRAIN_CONFIGS`), the rows read and what was read.
+
+    Counts the rows without tests in `skipped` and the tests dropped, by reason, in `dropped`.
+    """
+    configs = [("lcbv5", "test")] if split == "test" else [(c, "train") for c in TRAIN_CONFIGS]
+    problems: list[Problem] = []
+    total = 0
+    for config, hub_split in configs:
+        rows = _deepcoder_rows(config, hub_split, data_dir, revision, hub_id)
+        for index, (where_from, i, raw) in enumerate(rows):
+            total += 1
+            row = RowReader(raw, where_from, i, DEEPCODER_FORMAT)
+            problem = _from_deepcoder(config, index, row, max_tests, dropped)
+            if problem is None:
+                skipped["without tests"] += 1
+            else:
+                problems.append(problem)
+    return problems, total, f"the DeepCoder {split} split ({', '.join(f'{c}/{s}' for c, s in configs)})"
+
+
 def load_problems(
     split: str,
     *,
@@ -316,41 +383,14 @@ def load_problems(
         raise ValueError(f"unknown LCB split {split!r}; choose train or test.")
     skipped = {"without tests": 0}
     dropped: dict[str, int] = {}  # tests dropped from kept or skipped rows, by reason
-    problems: list[Problem] = []
     if source == "lcb_lite":
-        if data_dir is None:
-            raise FileNotFoundError(_how_to_get("source='lcb_lite' needs data_dir", hub_id, revision))
-        files = sorted(Path(data_dir).expanduser().glob("test*.jsonl"))
-        if not files:
-            raise FileNotFoundError(_how_to_get(f"no test*.jsonl in {data_dir}", hub_id, revision))
-        total = 0
-        where = f"contest_date {'>=' if split == 'test' else '<'} {lite_test_from}"
-        for path in files:
-            for i, raw in enumerate(read_jsonl(path, expected=LITE_FORMAT)):
-                row = RowReader(raw, str(path), i, LITE_FORMAT)
-                total += 1
-                if (_contest_date(row) >= lite_test_from) != (split == "test"):
-                    continue
-                problem = _from_lite(len(problems), row, max_tests, dropped)
-                if problem is None:
-                    skipped["without tests"] += 1
-                else:
-                    problems.append(problem)
-        what = f"the lcb_lite {split} split ({where}) of {', '.join(map(str, files))}"
+        problems, total, what = _lite_problems(
+            split, data_dir, max_tests, lite_test_from, skipped, dropped, hub_id=hub_id, revision=revision
+        )
     elif source == "deepcoder":
-        configs = [("lcbv5", "test")] if split == "test" else [(c, "train") for c in TRAIN_CONFIGS]
-        total = 0
-        for config, hub_split in configs:
-            rows = _deepcoder_rows(config, hub_split, data_dir, revision, hub_id)
-            for index, (where_from, i, raw) in enumerate(rows):
-                total += 1
-                row = RowReader(raw, where_from, i, DEEPCODER_FORMAT)
-                problem = _from_deepcoder(config, index, row, max_tests, dropped)
-                if problem is None:
-                    skipped["without tests"] += 1
-                else:
-                    problems.append(problem)
-        what = f"the DeepCoder {split} split ({', '.join(f'{c}/{s}' for c, s in configs)})"
+        problems, total, what = _deepcoder_problems(
+            split, data_dir, max_tests, skipped, dropped, hub_id=hub_id, revision=revision
+        )
     else:
         raise ValueError(f"unknown source {source!r}; choose deepcoder or lcb_lite.")
     if dropped:

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Hashable, Sequence
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from env_lcb._data import DEFAULT_REVISION, HUB_ID, Problem, data_source, load_problems
+from env_lcb._config import MAX_TESTS, LcbConfig
+from env_lcb._data import Problem, data_source, load_problems
 from env_lcb._dedup import program_key
 from env_lcb._parse import extract_code, parse_programs
 from env_lcb._profile import PROFILE
@@ -19,9 +19,8 @@ from env_lcb.sandbox import Sandbox
 from vpo_core import Candidate, Message, Mode, RewardSpec, Task, TextEnv
 from vpo_core.multi_answer import render_numbered
 
-__all__ = ["LCB_SPEC", "LcbEnv", "extract_code"]
+__all__ = ["LCB_SPEC", "LcbConfig", "LcbEnv", "extract_code"]
 
-MAX_TESTS = 32
 LCB_SPEC = RewardSpec.uniform([f"tc_{i}" for i in range(MAX_TESTS)], [f"Passing test {i}" for i in range(MAX_TESTS)])
 
 SYSTEM = (
@@ -52,60 +51,27 @@ class LcbEnv(LcbSearchMixin, TextEnv[Problem, str]):
     task's spec ``tc_0..tc_{d-1}``; the class-level `reward_spec` describes the 32-test maximum.
     w* is the mean (the pass rate); success = every test passes (pass@k).
 
-    Args:
-        data_dir: Local copy of the data (DeepCoder Hub layout, or code_generation_lite jsonl files).
-        source: ``"deepcoder"`` (train: primeintellect + taco + lcbv5 train; test: lcbv5 test) or
-            ``"lcb_lite"``.
-        max_tests: Tests kept per problem (the paper: 32, the smallest by size).
-        time_limit_s: CPU seconds per test.
-        workers: Sandbox workers (at most one per core).
-        revision: Hub revision of DeepCoder (a branch, tag or, for exact reproducibility, a commit).
-        hub_id: Hub id of DeepCoder (a mirror or fork with the same layout).
+    Options: `LcbConfig` (``LcbEnv(data_dir=...)`` or ``LcbEnv(LcbConfig(...))``).
     """
 
     env_id = "lcb-v1"
     reward_spec = LCB_SPEC
     profile = PROFILE
+    config_cls = LcbConfig
+    config: LcbConfig
 
-    def __init__(
-        self,
-        data_dir: str | os.PathLike[str] | None = None,
-        source: str = "deepcoder",
-        max_tests: int = MAX_TESTS,
-        time_limit_s: float = 6.0,
-        workers: int = 1,
-        revision: str = DEFAULT_REVISION,
-        hub_id: str = HUB_ID,
-    ) -> None:
-        if source not in ("deepcoder", "lcb_lite"):
-            raise ValueError(f"source must be deepcoder or lcb_lite, got {source!r}.")
-        if not isinstance(max_tests, int) or not 1 <= max_tests <= MAX_TESTS:
-            raise ValueError(f"max_tests must be an int in [1, {MAX_TESTS}], got {max_tests!r}.")
-        self.config = {
-            "data_dir": None if data_dir is None else str(data_dir),
-            "source": source,
-            "max_tests": max_tests,
-            "time_limit_s": float(time_limit_s),
-            "workers": int(workers),
-            "revision": revision,
-            "hub_id": hub_id,
-        }
+    def __init__(self, config: LcbConfig | None = None, /, **options: Any) -> None:
+        super().__init__(config, **options)
         self.filtered: dict[str, dict[str, int]] = {}
         """Rows skipped per split and reason (problems without tests), known once the split is loaded."""
         self._tasks: dict[str, list[Task[Problem]]] = {}
         self._sandbox: Sandbox | None = None
 
-    def __getstate__(self) -> dict[str, Any]:
-        return dict(self.config)
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(**state)  # type: ignore[misc]
-
     @property
     def sandbox(self) -> Sandbox:
         """The env's sandbox (started on first use)."""
         if self._sandbox is None:
-            self._sandbox = Sandbox(workers=self.config["workers"])
+            self._sandbox = Sandbox(workers=self.config.workers)
         return self._sandbox
 
     def tasks(self, split: str) -> list[Task[Problem]]:
@@ -113,11 +79,11 @@ class LcbEnv(LcbSearchMixin, TextEnv[Problem, str]):
         if split not in self._tasks:
             problems = load_problems(
                 split,
-                source=self.config["source"],
-                data_dir=self.config["data_dir"],
-                max_tests=self.config["max_tests"],
-                revision=self.config["revision"],
-                hub_id=self.config["hub_id"],
+                source=self.config.source,
+                data_dir=self.config.data_dir,
+                max_tests=self.config.max_tests,
+                revision=self.config.revision,
+                hub_id=self.config.hub_id,
                 filtered=self.filtered.setdefault(split, {}),
             )
             self._tasks[split] = [
@@ -128,9 +94,8 @@ class LcbEnv(LcbSearchMixin, TextEnv[Problem, str]):
 
     def data_source(self) -> dict[str, Any]:
         """Where the problems come from (Hub id, revision, resolved commit, local files and sha256), for a run's config."""
-        return data_source(
-            self.config["source"], self.config["data_dir"], self.config["revision"], self.config["hub_id"]
-        )
+        c = self.config
+        return data_source(c.source, c.data_dir, c.revision, c.hub_id)
 
     def spec_for(self, task: Task[Problem]) -> RewardSpec:
         """``tc_0..tc_{d-1}`` for the task's d tests, w* = the mean."""
@@ -164,8 +129,8 @@ class LcbEnv(LcbSearchMixin, TextEnv[Problem, str]):
             self.sandbox,
             task.payload,
             [c.answer for c in candidates],
-            time_limit_s=self.config["time_limit_s"],
-            workers=self.config["workers"],
+            time_limit_s=self.config.time_limit_s,
+            workers=self.config.workers,
         )
 
     def reference_completion(self, task: Task[Problem], *, mode: Mode = "single", m: int = 1) -> str | None:

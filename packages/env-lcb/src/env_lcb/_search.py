@@ -11,11 +11,12 @@ failing one in full; hidden tests score the final answer and nothing about them 
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
 
+from env_lcb._config import LcbConfig
 from env_lcb._data import Problem
 from env_lcb.sandbox import GradeResult
 
@@ -181,7 +182,7 @@ class LcbSearchMixin:
     """`evaluate_program` and `initial_program` for `LcbEnv` (the protocol of ``vpo_search.SearchableEnv``)."""
 
     program_language = "python"
-    config: dict[str, Any]
+    config: LcbConfig
 
     if TYPE_CHECKING:  # LcbEnv defines it: a read-only property that starts the sandbox on first use
 
@@ -217,6 +218,6 @@ class LcbSearchMixin:
         """
         problem = task.payload
         tests = [{"input": i, "output": o} for i, o in problem.tests]
-        result = self.sandbox.grade(program, tests, fn_name=problem.fn_name, time_limit_s=self.config["time_limit_s"])
+        result = self.sandbox.grade(program, tests, fn_name=problem.fn_name, time_limit_s=self.config.time_limit_s)
         feedback = program_feedback(problem, result, hidden_feedback=hidden_feedback)
         return result.passed.astype(np.float64), list(result.verdicts), feedback

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -22,7 +23,7 @@ from vpo_core import Candidate, Message, Mode, RewardSpec, Task, TextEnv
 from vpo_core.multi_answer import render_numbered
 from vpo_core.tabular import OutcomeTable
 
-__all__ = ["MazeEnv"]
+__all__ = ["MazeConfig", "MazeEnv"]
 
 MAZE_SPEC = RewardSpec.uniform(
     ["completion", "gold", "diamond", "avoid_lava"],
@@ -37,6 +38,29 @@ MAZE_SPEC = RewardSpec.uniform(
 Route = tuple[int, ...]
 
 
+@dataclass(frozen=True)
+class MazeConfig:
+    """The options of maze-v1 (``env.<field>=`` on the command lines).
+
+    Attributes:
+        train_size: Number of train mazes (the paper: 1000, seeds from 42).
+        test_size: Number of test mazes (the paper: 100, seeds from 4242).
+        demonstrations: Warm-start style of `MazeEnv.demonstration`: ``"random"`` (independent random
+            valid routes, the default) or ``"solver"`` (Pareto-first solver routes, an ablation).
+    """
+
+    train_size: int = 1000
+    test_size: int = 100
+    demonstrations: str = "random"
+
+    def __post_init__(self) -> None:
+        if self.demonstrations not in DEMONSTRATION_STYLES:
+            raise ValueError(f"demonstrations must be one of {DEMONSTRATION_STYLES}, got {self.demonstrations!r}.")
+        for name, value, paper in (("train_size", self.train_size, 1000), ("test_size", self.test_size, 100)):
+            if not isinstance(value, int) or not 1 <= value <= paper:
+                raise ValueError(f"{name} must be an int in [1, {paper}] (the paper's split size), got {value!r}.")
+
+
 class MazeEnv(TextEnv[Maze, Route]):
     """Navigate a 9×9 maze from S to E collecting gold and diamonds and avoiding lava.
 
@@ -45,34 +69,18 @@ class MazeEnv(TextEnv[Maze, Route]):
     maxes every dimension. A candidate is a success when it reaches the maze's best achievable
     w*-score (found by the exact solver), not the unreachable 1.0.
 
-    Args:
-        train_size: Number of train mazes (the paper: 1000, seeds from 42).
-        test_size: Number of test mazes (the paper: 100, seeds from 4242).
-        demonstrations: Warm-start style of `demonstration`: ``"random"`` (independent random valid
-            routes, the default) or ``"solver"`` (Pareto-first solver routes, an ablation).
+    Options: `MazeConfig` (``MazeEnv(train_size=20)`` or ``MazeEnv(MazeConfig(train_size=20))``).
     """
 
     env_id = "maze-v1"
     reward_spec = MAZE_SPEC
     profile = PROFILE
+    config_cls = MazeConfig
+    config: MazeConfig
 
-    def __init__(self, train_size: int = 1000, test_size: int = 100, demonstrations: str = "random") -> None:
-        if demonstrations not in DEMONSTRATION_STYLES:
-            raise ValueError(f"demonstrations must be one of {DEMONSTRATION_STYLES}, got {demonstrations!r}.")
-        self.demonstration_style = demonstrations
-        for name, value, paper in (("train_size", train_size, 1000), ("test_size", test_size, 100)):
-            if not isinstance(value, int) or not 1 <= value <= paper:
-                raise ValueError(f"{name} must be an int in [1, {paper}] (the paper's split size), got {value!r}.")
-        self.sizes = {"train": train_size, "test": test_size}
+    def __init__(self, config: MazeConfig | None = None, /, **options: Any) -> None:
+        super().__init__(config, **options)
         self._tasks: dict[str, list[Task[Maze]]] = {}
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {"sizes": self.sizes, "demonstrations": self.demonstration_style}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.sizes = state["sizes"]
-        self.demonstration_style = state.get("demonstrations", "random")
-        self._tasks = {}
 
     # --------------------------------------------------------------------------------- tasks
     def tasks(self, split: str) -> list[Task[Maze]]:
@@ -80,7 +88,7 @@ class MazeEnv(TextEnv[Maze, Route]):
         if split not in SPLITS:
             raise ValueError(f"unknown maze split {split!r}; choose one of {sorted(SPLITS)}.")
         if split not in self._tasks:
-            seeds = split_seeds(split)[: self.sizes[split]]
+            seeds = split_seeds(split)[: self.config.train_size if split == "train" else self.config.test_size]
             self._tasks[split] = [self._task(split, i, generate(seed)) for i, seed in enumerate(seeds)]
         return self._tasks[split]
 
@@ -217,7 +225,7 @@ class MazeEnv(TextEnv[Maze, Route]):
         """A warm-start completion in the style of the env option ``demonstrations`` (see `env_maze._demos`)."""
         rng = np.random.default_rng([0, task.index]) if rng is None else rng
         n = 1 if mode == "single" else m
-        routes = demonstration_routes(task.payload, style=self.demonstration_style, n=n, rng=rng, index=task.index)
+        routes = demonstration_routes(task.payload, style=self.config.demonstrations, n=n, rng=rng, index=task.index)
         return render_demonstration(routes, mode=mode, m=m)
 
     def demonstrations(self, task: Task[Maze], n: int, *, seed: int = 0) -> list[str]:

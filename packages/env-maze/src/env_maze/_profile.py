@@ -6,7 +6,7 @@ public launcher (``train.sh`` and ``PAPER_REPRO.md`` §3.1 of github.com/ryanbol
 
 from __future__ import annotations
 
-from vpo_core.profile import EnvProfile, Generation, VerlRecipe
+from vpo_core.profile import CollinearityRow, EnvProfile, Generation, VerlRecipe
 
 __all__ = ["PROFILE"]
 
@@ -75,4 +75,15 @@ PROFILE = EnvProfile(
     chat_template_kwargs={"enable_thinking": False},  # Qwen3; authors' train.sh and evaluation
     recipe=RECIPE,
     experiments={"v2": MINIATURE_V2},
+    # its row of the paper's rho-vs-best@16 table (appendix "Reward Collinearity Predicts When VPO Helps")
+    collinearity=CollinearityRow(
+        position=1,
+        domain="Maze",
+        dims="4 reward feats (D=4)",
+        rho_vpo=0.39,
+        rho_grpo=0.37,
+        best_vpo=0.593,
+        best_grpo=0.432,
+        delta=0.161,
+    ),
 )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,7 +14,7 @@ from env_musique._reward import score_reply
 from vpo_core import Candidate, Message, Mode, RewardSpec, Task, TextEnv
 from vpo_core.multi_answer import render_numbered, text_candidates
 
-__all__ = ["MUSIQUE_SPEC", "MusiqueEnv", "MusiqueTask"]
+__all__ = ["MUSIQUE_SPEC", "MusiqueConfig", "MusiqueEnv", "MusiqueTask"]
 
 MUSIQUE_SPEC = RewardSpec(
     names=("hop_1", "hop_2", "hop_3", "hop_4", "answer_f1"),
@@ -61,70 +60,68 @@ class MusiqueTask:
     answers: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class MusiqueConfig:
+    """The options of musique-v1 (``env.<field>=`` on the command lines).
+
+    Attributes:
+        data_dir: Folder with ``musique_ans_v1.0_train.jsonl`` / ``musique_ans_v1.0_dev.jsonl``;
+            default: the Hub (``dgslibisey/MuSiQue``). A path is kept as text.
+        revision: Hub revision: a branch, tag or (for exact reproducibility) a commit.
+        test_per_hop: Questions per hop count in the test split (the paper: 100, so 300 in all).
+        seed: Seed of the test stratification (the paper: 42).
+        hub_id: Hub dataset id (a mirror or fork with the same files).
+    """
+
+    data_dir: str | None = None
+    revision: str = DEFAULT_REVISION
+    test_per_hop: int = 100
+    seed: int = 42
+    hub_id: str = HUB_ID
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.test_per_hop, int) or self.test_per_hop < 1:
+            raise ValueError(f"test_per_hop must be a positive int, got {self.test_per_hop!r}.")
+        if self.data_dir is not None:
+            object.__setattr__(self, "data_dir", str(self.data_dir))
+
+
 class MusiqueEnv(TextEnv[MusiqueTask, str]):
     """Answer a 2–4 hop question over 20 paragraphs, citing the supporting ones.
 
     Reward (hop_1..hop_4, answer_f1) in [0, 1]^5 with w*·r = (Σ hop_i + 3·answer_f1)/7; success = w*
     at its maximum (every gold paragraph cited and an exact answer).
 
-    Args:
-        data_dir: Folder with ``musique_ans_v1.0_train.jsonl`` / ``musique_ans_v1.0_dev.jsonl``;
-            default: the Hub (``dgslibisey/MuSiQue``).
-        revision: Hub revision: a branch, tag or (for exact reproducibility) a commit.
-        hub_id: Hub dataset id (a mirror or fork with the same files).
-        test_per_hop: Questions per hop count in the test split (the paper: 100, so 300 in all).
-        seed: Seed of the test stratification (the paper: 42).
+    Options: `MusiqueConfig` (``MusiqueEnv(data_dir=...)`` or ``MusiqueEnv(MusiqueConfig(...))``).
     """
 
     env_id = "musique-v1"
     reward_spec = MUSIQUE_SPEC
     profile = PROFILE
+    config_cls = MusiqueConfig
+    config: MusiqueConfig
 
-    def __init__(
-        self,
-        data_dir: str | os.PathLike[str] | None = None,
-        revision: str = DEFAULT_REVISION,
-        test_per_hop: int = 100,
-        seed: int = 42,
-        hub_id: str = HUB_ID,
-    ) -> None:
-        if not isinstance(test_per_hop, int) or test_per_hop < 1:
-            raise ValueError(f"test_per_hop must be a positive int, got {test_per_hop!r}.")
-        self.data_dir = None if data_dir is None else str(data_dir)
-        self.revision = revision
-        self.hub_id = hub_id
-        self.test_per_hop = test_per_hop
-        self.seed = seed
+    def __init__(self, config: MusiqueConfig | None = None, /, **options: Any) -> None:
+        super().__init__(config, **options)
         self._tasks: dict[str, list[Task[MusiqueTask]]] = {}
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {
-            "data_dir": self.data_dir,
-            "revision": self.revision,
-            "test_per_hop": self.test_per_hop,
-            "seed": self.seed,
-            "hub_id": self.hub_id,
-        }
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(**state)  # type: ignore[misc]
 
     def tasks(self, split: str) -> list[Task[MusiqueTask]]:
         """Train = the train split; test = the hop-stratified 300 (``test_per_hop`` × 3) from validation."""
         if split not in self.splits:
             raise ValueError(f"unknown MuSiQue split {split!r}; choose one of {list(self.splits)}.")
         if split not in self._tasks:
+            c = self.config
             if split == "train":
-                rows = load_source_split("train", self.data_dir, self.revision, self.hub_id)
+                rows = load_source_split("train", c.data_dir, c.revision, c.hub_id)
             else:
-                validation = load_source_split("validation", self.data_dir, self.revision, self.hub_id)
-                rows = stratified_test(validation, per_hop=self.test_per_hop, seed=self.seed)
+                validation = load_source_split("validation", c.data_dir, c.revision, c.hub_id)
+                rows = stratified_test(validation, per_hop=c.test_per_hop, seed=c.seed)
             self._tasks[split] = [self._task(split, i, row) for i, row in enumerate(rows)]
         return self._tasks[split]
 
     def data_source(self) -> dict[str, Any]:
         """Where the data comes from (Hub id, revision, resolved commit, local files and sha256), for a run's config."""
-        return data_source(self.data_dir, self.revision, self.hub_id)
+        return data_source(self.config.data_dir, self.config.revision, self.config.hub_id)
 
     @staticmethod
     def _task(split: str, index: int, row: dict[str, Any]) -> Task[MusiqueTask]:

@@ -6,7 +6,7 @@ launcher (``train.sh`` and ``PAPER_REPRO.md`` §3.2 of github.com/ryanboldi/vpo)
 
 from __future__ import annotations
 
-from vpo_core.profile import EnvProfile, Generation, VerlRecipe
+from vpo_core.profile import CollinearityRow, EnvProfile, Generation, VerlRecipe
 
 __all__ = ["PROFILE"]
 
@@ -53,4 +53,15 @@ PROFILE = EnvProfile(
     chat_template_kwargs={"enable_thinking": False},  # Qwen3; authors' train.sh and evaluation
     report_dims=("answer_f1",),  # the F1@30 column of Table "Best@k on MuSiQue"
     recipe=RECIPE,
+    # its row of the paper's rho-vs-best@16 table (appendix "Reward Collinearity Predicts When VPO Helps")
+    collinearity=CollinearityRow(
+        position=2,
+        domain="MuSiQue",
+        dims="4 hop + 1 F1 (D=5)",
+        rho_vpo=0.12,
+        rho_grpo=0.11,
+        best_vpo=0.864,
+        best_grpo=0.841,
+        delta=0.023,
+    ),
 )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -18,7 +17,7 @@ from env_toolrl._reward import score_reply
 from vpo_core import Candidate, Message, Mode, RewardSpec, Task, TextEnv
 from vpo_core.multi_answer import render_numbered, text_candidates
 
-__all__ = ["TOOLRL_SPEC", "ToolRLEnv", "ToolTask"]
+__all__ = ["TOOLRL_SPEC", "ToolRLConfig", "ToolRLEnv", "ToolTask"]
 
 TOOLRL_SPEC = RewardSpec.uniform(
     ["format", "tool_name", "arg_key", "arg_value"],
@@ -61,42 +60,52 @@ def gold_responds(ground_truth: str) -> bool:
     return parse_reply(ground_truth).response is not None
 
 
+@dataclass(frozen=True)
+class ToolRLConfig:
+    """The options of toolrl-v1 (``env.<field>=`` on the command lines).
+
+    Attributes:
+        data_dir: Folder holding the upstream ``train.parquet`` / ``test.parquet`` (default:
+            ``$VPO_TOOLRL_DIR``). A missing file is an error only when its split is asked for. A path is kept as text.
+        revision: Git ref of ``qiancheng0/ToolRL`` the files come from (used in the download
+            command and recorded by `ToolRLEnv.data_source`).
+    """
+
+    data_dir: str | None = None
+    revision: str = DEFAULT_REVISION
+
+    def __post_init__(self) -> None:
+        if self.data_dir is not None:
+            object.__setattr__(self, "data_dir", str(self.data_dir))
+
+
 class ToolRLEnv(TextEnv[ToolTask, str]):
     """Answer a multi-turn tool-use dialogue with ``<think>``, ``<tool_call>`` and ``<response>``.
 
     Reward (format, tool_name, arg_key, arg_value) in [0, 1]^4, w* = the uniform mean; success =
     all four at 1.
 
-    Args:
-        data_dir: Folder holding the upstream ``train.parquet`` / ``test.parquet`` (default:
-            ``$VPO_TOOLRL_DIR``). A missing file is an error only when its split is asked for.
-        revision: Git ref of ``qiancheng0/ToolRL`` the files come from (used in the download
-            command and recorded by `data_source`).
+    Options: `ToolRLConfig` (``ToolRLEnv(data_dir=...)`` or ``ToolRLEnv(ToolRLConfig(...))``).
     """
 
     env_id = "toolrl-v1"
     reward_spec = TOOLRL_SPEC
     profile = PROFILE
+    config_cls = ToolRLConfig
+    config: ToolRLConfig
 
-    def __init__(self, data_dir: str | os.PathLike[str] | None = None, revision: str = DEFAULT_REVISION) -> None:
-        self.data_dir = None if data_dir is None else str(data_dir)
-        self.revision = revision
+    def __init__(self, config: ToolRLConfig | None = None, /, **options: Any) -> None:
+        super().__init__(config, **options)
         self._tasks: dict[str, list[Task[ToolTask]]] = {}
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {"data_dir": self.data_dir, "revision": self.revision}
 
     def data_source(self) -> dict[str, Any]:
         """Where the data comes from (upstream repository and ref, local files and sha256), for a run's config."""
-        return data_source(self.data_dir, self.revision)
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(**state)  # type: ignore[misc]
+        return data_source(self.config.data_dir, self.config.revision)
 
     def tasks(self, split: str) -> list[Task[ToolTask]]:
         """The rows of a split (3,920 train / 80 test upstream), in file order."""
         if split not in self._tasks:
-            rows = load_rows(split, self.data_dir, self.revision)
+            rows = load_rows(split, self.config.data_dir, self.config.revision)
             self._tasks[split] = [self._task(split, i, row) for i, row in enumerate(rows)]
         return self._tasks[split]
 

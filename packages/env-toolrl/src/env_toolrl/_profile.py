@@ -6,7 +6,7 @@ public launcher (``train.sh`` and ``PAPER_REPRO.md`` §3.4 of github.com/ryanbol
 
 from __future__ import annotations
 
-from vpo_core.profile import EnvProfile, Generation, VerlRecipe
+from vpo_core.profile import CollinearityRow, EnvProfile, Generation, VerlRecipe
 
 __all__ = ["PROFILE"]
 
@@ -52,4 +52,15 @@ PROFILE = EnvProfile(
     eval_seeds=4,  # "averaged over 4 evaluation seeds" (appendix "ToolRL")
     chat_template_kwargs={"enable_thinking": False},  # Qwen3; authors' train.sh and evaluation
     recipe=RECIPE,
+    # its row of the paper's rho-vs-best@16 table (appendix "Reward Collinearity Predicts When VPO Helps")
+    collinearity=CollinearityRow(
+        position=4,
+        domain="ToolRL",
+        dims="4 sub-metrics (D=4)",
+        rho_vpo=0.86,
+        rho_grpo=0.62,
+        best_vpo=0.953,
+        best_grpo=0.924,
+        delta=0.028,
+    ),
 )

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import os
 import re
 import unicodedata
 from collections.abc import Hashable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -20,7 +19,7 @@ from env_ultrafeedback._scorer import ARMORM_ID, DIMENSIONS, RewardScorer
 from vpo_core import Candidate, Message, Mode, RewardSpec, Task, TextEnv
 from vpo_core.multi_answer import render_numbered, text_candidates
 
-__all__ = ["SPEC", "UltrafeedbackEnv"]
+__all__ = ["SPEC", "UltrafeedbackConfig", "UltrafeedbackEnv"]
 
 SPEC = RewardSpec(
     names=DIMENSIONS,
@@ -58,10 +57,11 @@ def reply_key(text: str) -> str:
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL)
 
 
-class UltrafeedbackEnv(TextEnv[Prompt, str]):
-    """UltraFeedback prompts, free-form replies scored by a reward model on 5 dimensions in [0, 1].
+@dataclass(frozen=True)
+class UltrafeedbackConfig:
+    """The options of ultrafeedback-v1 (``env.<field>=`` on the command lines).
 
-    Args:
+    Attributes:
         data_dir: Folder of upstream rows (``*.jsonl`` or ``*.parquet`` in the Hub's format); default:
             ``openbmb/UltraFeedback`` from the Hub.
         revision: Hub revision of the dataset.
@@ -79,53 +79,48 @@ class UltrafeedbackEnv(TextEnv[Prompt, str]):
         rm_offset: See `rm_scale`.
     """
 
+    data_dir: str | None = None
+    revision: str = "main"
+    test_size: int = 200
+    train_size: int | None = None
+    scorer: str = "http"
+    scorer_url: str | None = None
+    rm_model: str = ARMORM_ID
+    rm_device: str | None = None
+    rm_dtype: str | None = None
+    rm_batch_size: int = 8
+    rm_max_length: int = 4096
+    rm_scale: float = 1.0
+    rm_offset: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.scorer not in ("http", "inprocess"):
+            raise ValueError(
+                f"scorer must be 'http' (the machine's scoring server) or 'inprocess', got {self.scorer!r}."
+            )
+        if self.test_size < 1 or (self.train_size is not None and self.train_size < 1):
+            raise ValueError(f"test_size and train_size must be >= 1, got {self.test_size} and {self.train_size}.")
+        if self.data_dir is not None:
+            object.__setattr__(self, "data_dir", str(self.data_dir))
+
+
+class UltrafeedbackEnv(TextEnv[Prompt, str]):
+    """UltraFeedback prompts, free-form replies scored by a reward model on 5 dimensions in [0, 1].
+
+    Options: `UltrafeedbackConfig` (``UltrafeedbackEnv(scorer="inprocess")`` or
+    ``UltrafeedbackEnv(UltrafeedbackConfig(...))``).
+    """
+
     env_id = "ultrafeedback-v1"
     reward_spec = SPEC
     profile = PROFILE
+    config_cls = UltrafeedbackConfig
+    config: UltrafeedbackConfig
 
-    def __init__(
-        self,
-        data_dir: str | os.PathLike[str] | None = None,
-        revision: str = "main",
-        test_size: int = 200,
-        train_size: int | None = None,
-        scorer: str = "http",
-        scorer_url: str | None = None,
-        rm_model: str = ARMORM_ID,
-        rm_device: str | None = None,
-        rm_dtype: str | None = None,
-        rm_batch_size: int = 8,
-        rm_max_length: int = 4096,
-        rm_scale: float = 1.0,
-        rm_offset: float = 0.0,
-    ) -> None:
-        if scorer not in ("http", "inprocess"):
-            raise ValueError(f"scorer must be 'http' (the machine's scoring server) or 'inprocess', got {scorer!r}.")
-        if test_size < 1 or (train_size is not None and train_size < 1):
-            raise ValueError(f"test_size and train_size must be >= 1, got {test_size} and {train_size}.")
-        self._config: dict[str, Any] = {
-            "data_dir": None if data_dir is None else str(data_dir),
-            "revision": revision,
-            "test_size": test_size,
-            "train_size": train_size,
-            "scorer": scorer,
-            "scorer_url": scorer_url,
-            "rm_model": rm_model,
-            "rm_device": rm_device,
-            "rm_dtype": rm_dtype,
-            "rm_batch_size": rm_batch_size,
-            "rm_max_length": rm_max_length,
-            "rm_scale": rm_scale,
-            "rm_offset": rm_offset,
-        }
+    def __init__(self, config: UltrafeedbackConfig | None = None, /, **options: Any) -> None:
+        super().__init__(config, **options)
         self._tasks: dict[str, list[Task[Prompt]]] = {}
         self._scorer: RewardScorer | None = None
-
-    def __getstate__(self) -> dict[str, Any]:
-        return dict(self._config)
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(**state)  # type: ignore[misc]
 
     # ---------------------------------------------------------------------------------- data
     def tasks(self, split: str) -> list[Task[Prompt]]:
@@ -133,8 +128,9 @@ class UltrafeedbackEnv(TextEnv[Prompt, str]):
         if split not in self.splits:
             raise ValueError(f"unknown split {split!r}; choose one of {list(self.splits)}.")
         if not self._tasks:
-            rows, where = load_rows(self._config["data_dir"], self._config["revision"])
-            splits = make_splits(parse_rows(rows, where), self._config["test_size"], self._config["train_size"])
+            c = self.config
+            rows, where = load_rows(c.data_dir, c.revision)
+            splits = make_splits(parse_rows(rows, where), c.test_size, c.train_size)
             for name, prompts in splits.items():
                 self._tasks[name] = [
                     Task(id=f"{self.env_id}/{p.key}", split=name, index=i, payload=p) for i, p in enumerate(prompts)
@@ -143,8 +139,8 @@ class UltrafeedbackEnv(TextEnv[Prompt, str]):
 
     def data_source(self) -> dict[str, Any]:
         """The dataset: local folder or Hub id and revision."""
-        c = self._config
-        return {"data_dir": c["data_dir"]} if c["data_dir"] else {"hub_id": HUB_ID, "revision": c["revision"]}
+        c = self.config
+        return {"data_dir": c.data_dir} if c.data_dir else {"hub_id": HUB_ID, "revision": c.revision}
 
     # ------------------------------------------------------------------------------- prompts
     def _render_prompt(self, task: Task[Prompt], mode: Mode, m: int) -> list[Message]:
@@ -164,19 +160,19 @@ class UltrafeedbackEnv(TextEnv[Prompt, str]):
     def scorer(self) -> RewardScorer:
         """The reward model: a client of the scoring server, or the in-process model (created on first use)."""
         if self._scorer is None:
-            c = self._config
-            if c["scorer"] == "http":
-                self._scorer = make_scorer("http", url=c["scorer_url"])
+            c = self.config
+            if c.scorer == "http":
+                self._scorer = make_scorer("http", url=c.scorer_url)
             else:
                 self._scorer = make_scorer(
                     "inprocess",
-                    model=c["rm_model"],
-                    device=c["rm_device"],
-                    dtype=c["rm_dtype"],
-                    batch_size=c["rm_batch_size"],
-                    max_length=c["rm_max_length"],
-                    scale=c["rm_scale"],
-                    offset=c["rm_offset"],
+                    model=c.rm_model,
+                    device=c.rm_device,
+                    dtype=c.rm_dtype,
+                    batch_size=c.rm_batch_size,
+                    max_length=c.rm_max_length,
+                    scale=c.rm_scale,
+                    offset=c.rm_offset,
                 )
         return self._scorer
 

@@ -10,7 +10,7 @@ this package's choices, marked as such.
 
 from __future__ import annotations
 
-from vpo_core.profile import EnvProfile, Generation, VerlRecipe
+from vpo_core.profile import CollinearityRow, EnvProfile, Generation, VerlRecipe
 
 __all__ = ["PROFILE", "RECIPE"]
 
@@ -60,4 +60,15 @@ PROFILE = EnvProfile(
     eval_seeds=1,
     chat_template_kwargs={"enable_thinking": False},  # Qwen3; authors' train.sh and evaluation
     recipe=RECIPE,
+    # its row of the paper's rho-vs-best@16 table (appendix "Reward Collinearity Predicts When VPO Helps")
+    collinearity=CollinearityRow(
+        position=5,
+        domain="UltraFeedback",
+        dims="5 ArmoRM dims (D=5)",
+        rho_vpo=0.95,
+        rho_grpo=0.82,
+        best_vpo=0.767,
+        best_grpo=0.772,
+        delta=-0.004,
+    ),
 )

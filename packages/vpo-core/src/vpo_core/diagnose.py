@@ -16,6 +16,9 @@ documented cut-offs between its rows: ToolRL (ρ̄ 0.62 under GRPO, 0.86 under V
 UltraFeedback (0.82, 0.95) does not, so one sharp number cannot separate them. ρ̄ below
 `IN_REGIME_BELOW` (0.7) reads "in VPO's regime", at or above `COLLINEAR_FROM` (0.9) "near-collinear:
 effectively scalar", and in between "borderline" (both cut-offs are options of apps/diagnose.py).
+
+The paper's rows of that table belong to their domains: each env's profile carries its own
+(`vpo_core.profile.CollinearityRow`), and `paper_rows` collects them from the installed envs.
 """
 
 from __future__ import annotations
@@ -31,14 +34,16 @@ from numpy.typing import ArrayLike
 from vpo_core.evaluation.metrics import best_at_k_of_pool
 from vpo_core.evaluation.pool_file import legacy_mode
 from vpo_core.metrics import collinearity
+from vpo_core.profile import CollinearityRow
+from vpo_core.registry import list_envs, resolve_env_class
 
 __all__ = [
     "COLLINEAR_FROM",
     "IN_REGIME_BELOW",
-    "PAPER_ROWS",
     "PoolDiagnosis",
     "diagnose_pool",
     "format_table",
+    "paper_rows",
     "task_w_stars",
     "verdict",
 ]
@@ -49,15 +54,15 @@ IN_REGIME_BELOW = 0.7
 COLLINEAR_FROM = 0.9
 """ρ̄ at or above this: near-collinear (UltraFeedback under VPO: 0.95)."""
 
-PAPER_ROWS: tuple[tuple[str, str, float, float, float, float, float], ...] = (
-    ("Maze", "4 reward feats (D=4)", 0.39, 0.37, 0.593, 0.432, 0.161),
-    ("MuSiQue", "4 hop + 1 F1 (D=5)", 0.12, 0.11, 0.864, 0.841, 0.023),
-    ("EUREQA", "5 entity-EM (D=5)", 0.05, 0.03, 0.204, 0.182, 0.022),
-    ("ToolRL", "4 sub-metrics (D=4)", 0.86, 0.62, 0.953, 0.924, 0.028),
-    ("UltraFeedback", "5 ArmoRM dims (D=5)", 0.95, 0.82, 0.767, 0.772, -0.004),
-)
-"""The paper's table as printed (domain, reward dims, ρ̄ VPO, ρ̄ GRPO, best@16 VPO, best@16 GRPO, Δ); the
-printed Δ comes from unrounded best@16, so it can differ from the difference of the rounded columns."""
+
+def paper_rows() -> list[CollinearityRow]:
+    """The paper's rows of the ρ̄-vs-best@16 table, from the installed envs' profiles, in the paper's order.
+
+    Imports every installed env package (a profile is a class attribute); a row that several env ids
+    share (versions of one domain) is listed once.
+    """
+    rows = {resolve_env_class(env_id).profile.collinearity for env_id in list_envs()}
+    return sorted((row for row in rows if row is not None), key=lambda row: row.position)
 
 
 @dataclass(frozen=True)
@@ -209,7 +214,7 @@ def format_table(
         dims: The "reward dims" cell, e.g. ``4 dims (D=4)``.
         vpo: Diagnosis of the VPO pool, if any.
         grpo: Diagnosis of the GRPO (scalar) pool, if any.
-        with_paper: Also print the paper's five rows above this one.
+        with_paper: Also print the paper's rows above this one (`paper_rows`: those of the installed envs).
 
     Returns:
         The table; Δ = best@k VPO − best@k GRPO when both pools are given.
@@ -221,8 +226,11 @@ def format_table(
         "|---|---|---|---|---|---|---|",
     ]
     if with_paper:
-        for name, d, rv, rg, bv, bg, delta_paper in PAPER_ROWS:
-            lines.append(f"| {name} (paper) | {d} | {rv:.2f} | {rg:.2f} | {bv:.3f} | {bg:.3f} | {delta_paper:+.3f} |")
+        lines.extend(
+            f"| {r.domain} (paper) | {r.dims} | {r.rho_vpo:.2f} | {r.rho_grpo:.2f} | {r.best_vpo:.3f} | "
+            f"{r.best_grpo:.3f} | {r.delta:+.3f} |"
+            for r in paper_rows()
+        )
     delta = None if vpo is None or grpo is None else vpo.best_at_k - grpo.best_at_k
     lines.append(
         f"| {domain} | {dims} | {_fmt(None if vpo is None else vpo.rho, 2)} | {_fmt(None if grpo is None else grpo.rho, 2)} | "

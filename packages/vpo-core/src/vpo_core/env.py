@@ -7,6 +7,7 @@ de-duplication policy, diversity and advantages live in vpo-core.
 
 from __future__ import annotations
 
+import dataclasses
 from abc import ABC, abstractmethod
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
@@ -71,9 +72,14 @@ class ScoredCompletion(Generic[A]):
 class TextEnv(ABC, Generic[P, A]):
     """A text environment with a vector reward.
 
-    Subclasses set `env_id` (equal to their ``vpo.envs`` entry-point name) and `reward_spec`, take their
-    configuration as keyword arguments in ``__init__`` (``vpo_core.make(env_id, **config)`` passes them
-    through), and implement `tasks`, `_render_prompt`, `_parse` and `reward`.
+    Subclasses set `env_id` (equal to their ``vpo.envs`` entry-point name) and `reward_spec`, declare
+    their options as one frozen dataclass, `config_cls` (the reasoning-gym pattern; its fields are the
+    ``env.<key>=`` options of the command lines, checked by `vpo_core.env_options`), and implement
+    `tasks`, `_render_prompt`, `_parse` and `reward`. The constructor takes a config record or its fields
+    as keywords (``vpo_core.make(env_id, **options)`` passes them through) and keeps the record as
+    `config`; an env pickles as its config's fields and is rebuilt from them on unpickling (caches,
+    loaded data and sandbox workers are not shipped). A subclass that sets no `config_cls` takes no
+    options here and pickles as Python's default does.
 
     The public methods validate their arguments and enforce the protocol (exactly m candidates, one
     reward row per candidate); the underscored hooks hold the domain logic.
@@ -84,6 +90,48 @@ class TextEnv(ABC, Generic[P, A]):
     splits: ClassVar[tuple[str, ...]] = ("train", "test")
     profile: ClassVar[EnvProfile] = EnvProfile()
     """Generation settings, metrics and veRL recipe of the env (generic defaults unless overridden)."""
+    config_cls: ClassVar[type[Any] | None] = None
+    """The env's options: a frozen dataclass whose ``__post_init__`` checks them (None: no options)."""
+    config: Any
+    """The env's options, an instance of `config_cls` (None without one)."""
+
+    def __init__(self, config: Any = None, /, **options: Any) -> None:
+        """Keep the env's config: `config` itself, or ``config_cls(**options)``.
+
+        Args:
+            config: An instance of `config_cls`, or None to build one from `options`.
+            **options: The config's fields (the env's ``env.<key>=`` options).
+
+        Raises:
+            TypeError: On both a config and options, a config of another class, options the config has
+                no field for, or options for an env without `config_cls`.
+            ValueError: On an option the config's checks refuse.
+        """
+        config_cls = type(self).config_cls
+        name = type(self).__name__
+        if config_cls is None:
+            if config is not None or options:
+                raise TypeError(f"{name} takes no options (it declares no config_cls).")
+        elif config is None:
+            config = config_cls(**options)
+        elif options:
+            raise TypeError(f"{name} takes a {config_cls.__name__} or its fields as keywords, not both.")
+        elif not isinstance(config, config_cls):
+            raise TypeError(f"{name} takes a {config_cls.__name__}, got {type(config).__name__}.")
+        self.config = config
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The config's fields (without `config_cls`: the instance dict, as Python's default pickling)."""
+        if type(self).config_cls is None:
+            return dict(self.__dict__)
+        return {f.name: getattr(self.config, f.name) for f in dataclasses.fields(self.config)}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Rebuild the env from its config's fields (without `config_cls`: restore the instance dict)."""
+        if type(self).config_cls is None:
+            self.__dict__.update(state)
+            return
+        self.__init__(**state)  # type: ignore[misc]
 
     # ----------------------------------------------------------------------------------- abstract
     @abstractmethod

@@ -1,7 +1,8 @@
 """Env ids and env options checked before anything heavy runs: the apps' ``env=`` and ``env.<key>=``.
 
-`check_env` resolves an id to its canonical form and checks the constructor options against the env
-class's signature, importing only the env's package (no engine, no torch, no dataset download):
+`check_env` resolves an id to its canonical form and checks the constructor options against the fields
+of the env's config record (``config_cls``; the constructor's signature for an env without one),
+importing only the env's package (no engine, no torch, no dataset download):
 
 - ids: an installed id (``maze-v1``) is kept; an unversioned name (``maze``) resolves to the latest
   installed version, as gymnasium's registry does, with a warning, and the *canonical* id is what the
@@ -118,4 +119,6 @@ def check_env(
             f"warning: env={env_id} has no version; using the latest installed, env={canonical} (recorded as "
             f"{canonical}; write env={canonical} to pin it)."
         )
-    return canonical, check_options(inspect.signature(cls), options, env_id=canonical)
+    # the config record's fields, with their types and defaults, are the env's options
+    signature = inspect.signature(cls.config_cls if cls.config_cls is not None else cls)
+    return canonical, check_options(signature, options, env_id=canonical)

@@ -2,7 +2,7 @@
 
 An env owns its domain facts: generation budgets and sampling settings (for training rollouts and for
 the final evaluation), the chat-template options its prompts need, the extra metrics it wants
-reported, and its paper recipe for veRL. Engines and apps read them from ``env.profile`` and hold no
+reported, its paper recipe for veRL and its row of the paper's collinearity table. Engines and apps read them from ``env.profile`` and hold no
 env ids. An env that declares nothing gets `EnvProfile()`, the generic defaults documented below.
 """
 
@@ -16,7 +16,7 @@ from typing import Any
 
 from vpo_core.types import Mode
 
-__all__ = ["PAPER_M", "EnvProfile", "Generation", "VerlRecipe"]
+__all__ = ["PAPER_M", "CollinearityRow", "EnvProfile", "Generation", "VerlRecipe"]
 
 PAPER_M = 3
 """The number of answers per completion in the paper's multi-answer runs."""
@@ -155,6 +155,52 @@ class VerlRecipe:
 
 
 @dataclass(frozen=True)
+class CollinearityRow:
+    """A domain's row of the paper's ρ̄-vs-best@16 table, as printed.
+
+    The table of the appendix "Reward Collinearity Predicts When VPO Helps" gives, per domain, the
+    on-policy ρ̄ and best@16 (under w*) of the VPO and the GRPO checkpoints. The collinearity diagnostic
+    (`vpo_core.diagnose`, ``apps/diagnose.py paper=true``) prints the rows of the installed envs above the
+    diagnosed env's own row. The printed Δ comes from unrounded best@16, so it can differ from the
+    difference of the rounded columns.
+
+    Attributes:
+        position: The row's place in the paper's table (1 = first); the diagnostic orders the rows by it.
+        domain: The paper's name of the domain (the table's "Domain" cell).
+        dims: The table's "reward dims" cell, e.g. ``4 reward feats (D=4)``.
+        rho_vpo: ρ̄ of the VPO checkpoint's pool.
+        rho_grpo: ρ̄ of the GRPO checkpoint's pool.
+        best_vpo: best@16 of the VPO checkpoint.
+        best_grpo: best@16 of the GRPO checkpoint.
+        delta: Δ = best@16 VPO − best@16 GRPO, as printed.
+        source: Where the row is printed.
+    """
+
+    position: int
+    domain: str
+    dims: str
+    rho_vpo: float
+    rho_grpo: float
+    best_vpo: float
+    best_grpo: float
+    delta: float
+    source: str = 'paper, appendix "Reward Collinearity Predicts When VPO Helps" (table of ρ̄ and best@16)'
+
+    def __post_init__(self) -> None:
+        _check_positive("position", self.position)
+        for name in ("domain", "dims", "source"):
+            if not isinstance(getattr(self, name), str) or not getattr(self, name):
+                raise ValueError(f"{name} must be a non-empty string, got {getattr(self, name)!r}.")
+        for name in ("rho_vpo", "rho_grpo", "best_vpo", "best_grpo", "delta"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise ValueError(f"{name} must be a finite number, got {value!r}.")
+        for name in ("rho_vpo", "rho_grpo"):
+            if not -1 <= getattr(self, name) <= 1:
+                raise ValueError(f"{name} is a mean correlation in [-1, 1], got {getattr(self, name)!r}.")
+
+
+@dataclass(frozen=True)
 class EnvProfile:
     """How an env is trained and evaluated; generic defaults where the env declares nothing.
 
@@ -172,6 +218,8 @@ class EnvProfile:
         experiments: Named recipes of the local engine's experiment runner (``apps/experiment.py
             recipe=<name>``): option name -> value of `vpo_core.adapters.local.experiment.ExperimentConfig`;
             default none.
+        collinearity: The domain's row of the paper's ρ̄-vs-best@16 table, or None (a domain outside
+            that table).
     """
 
     train: Generation = field(default_factory=Generation)
@@ -182,6 +230,7 @@ class EnvProfile:
     report_dims: tuple[str, ...] = ()
     recipe: VerlRecipe | None = None
     experiments: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    collinearity: CollinearityRow | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "chat_template_kwargs", _frozen(self.chat_template_kwargs))

@@ -5,8 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from vpo_core.adapters.local.config import parse_overrides
+from vpo_core.adapters.local.sampling import SamplingSettings
 from vpo_core.adapters.local.train import open_run, token_budget
 
 LOCAL = Path(__file__).resolve().parents[2] / "src" / "vpo_core" / "adapters" / "local"
@@ -15,16 +17,26 @@ LOCAL = Path(__file__).resolve().parents[2] / "src" / "vpo_core" / "adapters" / 
 def test_sampling_comes_from_the_profile_unless_overridden(tmp_path):
     state = open_run(parse_overrides(["env.train_size=20", "env.test_size=2", f"out={tmp_path / 'a'}"]))
     profile = state.env.profile
-    assert state.sampling == {
-        "temperature": profile.train.temperature,
-        "top_p": profile.train.top_p,
-        "eval_temperature": profile.eval.temperature,
-        "eval_top_p": profile.eval.top_p,
-    }
+    budget = profile.train.max_new_tokens(state.mode, state.m)
+    assert state.rollout == SamplingSettings(profile.train.temperature, profile.train.top_p, budget)
+    assert state.evaluation == SamplingSettings(profile.eval.temperature, profile.eval.top_p, budget)
     state = open_run(
-        parse_overrides(["env.train_size=20", "temperature=0.5", "eval_top_p=0.9", f"out={tmp_path / 'b'}"])
+        parse_overrides(
+            ["env.train_size=20", "temperature=0.5", "eval_top_p=0.9", "max_new_tokens=9", f"out={tmp_path / 'b'}"]
+        )
     )
-    assert (state.sampling["temperature"], state.sampling["eval_top_p"]) == (0.5, 0.9)
+    assert (state.rollout.temperature, state.evaluation.top_p) == (0.5, 0.9)
+    assert (state.rollout.top_p, state.evaluation.temperature) == (profile.train.top_p, profile.eval.temperature)
+    assert state.rollout.max_new_tokens == state.evaluation.max_new_tokens == 9
+    state.limit_budget(5)
+    assert (state.rollout.max_new_tokens, state.evaluation.max_new_tokens, state.rollout.temperature) == (5, 5, 0.5)
+
+
+def test_sampling_settings_are_checked():
+    assert SamplingSettings(1.0, 0.5, 3).as_kwargs() == {"temperature": 1.0, "top_p": 0.5, "max_new_tokens": 3}
+    for bad in ((0.0, 1.0, 3), (1.0, 1.5, 3), (1.0, 1.0, 0), (float("nan"), 1.0, 3)):
+        with pytest.raises(ValueError, match="must be"):
+            SamplingSettings(*bad)
 
 
 class _Tokenizer:

@@ -216,6 +216,7 @@ def _bwrap_args(python: str, program: Sequence[str] = ("/sandbox/worker.py",), *
     hold no capability.
     """
     prefix = str(Path(python).resolve().parents[1])
+    # one bubblewrap option per line, with its operands
     args = [
         "--unshare-all",
         *(("--unshare-user",) if own_userns else ()),
@@ -223,60 +224,31 @@ def _bwrap_args(python: str, program: Sequence[str] = ("/sandbox/worker.py",), *
         "--new-session",
         "--as-pid-1",
         "--clearenv",
-        "--cap-drop",
-        "ALL",
+        *("--cap-drop", "ALL"),
         # The broker (pid 1 inside) keeps CAP_SYS_ADMIN of the sandbox's own user namespace, to mount a fresh
         # scratch tmpfs after a test wrote to it; the zygote drops every capability before any child exists.
         *(("--cap-add", "CAP_SYS_ADMIN") if own_userns else ()),
-        "--uid",
-        "65534",
-        "--gid",
-        "65534",
-        "--ro-bind",
-        "/usr",
-        "/usr",
-        "--symlink",
-        "usr/lib",
-        "/lib",
-        "--symlink",
-        "usr/lib64",
-        "/lib64",
-        "--symlink",
-        "usr/bin",
-        "/bin",
-        "--proc",
-        "/proc",
-        "--remount-ro",
-        "/proc",  # no /proc/<pid>/oom_score_adj, autogroup, clear_refs... of another sandbox process
+        *("--uid", "65534"),
+        *("--gid", "65534"),
+        *("--ro-bind", "/usr", "/usr"),
+        *("--symlink", "usr/lib", "/lib"),
+        *("--symlink", "usr/lib64", "/lib64"),
+        *("--symlink", "usr/bin", "/bin"),
+        *("--proc", "/proc"),
+        *("--remount-ro", "/proc"),  # no /proc/<pid>/oom_score_adj, autogroup, clear_refs... of another sandbox process
         # /dev: the harmless device nodes on a read-only tmpfs (bubblewrap's --dev would also mount a devpts
         # instance, after which no mount is permitted in the sandbox: the per-test scratch needs one)
-        "--tmpfs",
-        "/dev",
+        *("--tmpfs", "/dev"),
         *(arg for node in DEV_NODES for arg in ("--dev-bind", f"/dev/{node}", f"/dev/{node}")),
         *(arg for name, target in DEV_LINKS for arg in ("--symlink", target, f"/dev/{name}")),
-        "--remount-ro",
-        "/dev",
-        "--size",
-        str(SCRATCH_MB << 20),
-        "--tmpfs",
-        "/tmp",
-        "--chdir",
-        "/tmp",
-        "--ro-bind",
-        str(WORKER),
-        "/sandbox/worker.py",
-        "--setenv",
-        "VPO_SCRATCH_INODES",
-        str(SCRATCH_INODES),
-        "--setenv",
-        "PYTHONHASHSEED",
-        "0",
-        "--setenv",
-        "HOME",
-        "/tmp",
-        "--setenv",
-        "LANG",
-        "C.UTF-8",
+        *("--remount-ro", "/dev"),
+        *("--size", str(SCRATCH_MB << 20), "--tmpfs", "/tmp"),  # --size applies to the next --tmpfs
+        *("--chdir", "/tmp"),
+        *("--ro-bind", str(WORKER), "/sandbox/worker.py"),
+        *("--setenv", "VPO_SCRATCH_INODES", str(SCRATCH_INODES)),
+        *("--setenv", "PYTHONHASHSEED", "0"),
+        *("--setenv", "HOME", "/tmp"),
+        *("--setenv", "LANG", "C.UTF-8"),
     ]
     if not prefix.startswith("/usr"):
         args += ["--ro-bind", prefix, prefix]

@@ -13,6 +13,7 @@ from vpo_core.cli_config import option, parse_config
 from vpo_core.methods import METHODS, get_method
 from vpo_core.qmc import check_weight_sampler
 from vpo_core.registry import DEFAULT_ENV
+from vpo_core.types import Mode
 
 __all__ = ["LOGGERS", "TrainConfig", "parse_overrides"]
 
@@ -190,7 +191,7 @@ class TrainConfig:
         return sorted({int(part) for part in str(self.keep_steps).strip("[]").split(",") if part.strip()})
 
     @property
-    def mode(self) -> str:
+    def mode(self) -> Mode:
         """Prompt mode of the method."""
         return get_method(self.method).mode
 

@@ -1,8 +1,14 @@
-"""One RL step of the local engine: sample groups, score them, compute advantages, update."""
+"""One RL step of the local engine, in named phases: sample, score, advantages, update, log.
+
+`rl_step` runs the phases in order, each its own function: `sample_rollouts` (draw the tasks, sample
+the groups into a `Rollouts`), `score_rollouts` (the env's rewards), `rollout_advantages` (the method's
+scalars, normalised), `update_policy` (PPO mini-batches) and `step_metrics` (the logged record).
+"""
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any, cast
 
 import numpy as np
@@ -12,13 +18,18 @@ from vpo_core.adapters.local.config import TrainConfig
 from vpo_core.adapters.local.errors import NonFiniteLossError
 from vpo_core.adapters.local.loss import actor_loss
 from vpo_core.adapters.local.policy import Policy
+from vpo_core.adapters.local.sampling import SamplingSettings
 from vpo_core.advantages import Std, normalize_scalars, rollout_scalars
 from vpo_core.env import TextEnv
-from vpo_core.methods import get_method, goal_weights
+from vpo_core.methods import Method, get_method, goal_weights
 from vpo_core.metrics import reward_diversity
+from vpo_core.spec import RewardSpec
+from vpo_core.types import Mode
 from vpo_core.weights import stable_seed
 
-__all__ = ["NonFiniteLossError", "goal_weights_for", "rl_step"]
+__all__ = ["NonFiniteLossError", "Rollouts", "goal_weights_for", "rl_step"]
+
+_ACTOR_STATS = ("actor/pg_loss", "actor/kl_loss", "actor/entropy", "actor/pg_clipfrac", "actor/grad_norm")
 
 
 def goal_weights_for(env: TextEnv[Any, Any], task: Any, seed: int) -> np.ndarray:
@@ -26,91 +37,154 @@ def goal_weights_for(env: TextEnv[Any, Any], task: Any, seed: int) -> np.ndarray
     return goal_weights(env.spec_for(task).dim, seed=seed, task_id=task.id)
 
 
-def rl_step(
+@dataclass(frozen=True)
+class Rollouts:
+    """The groups one step sampled: P prompts, G completions each, prompt-major.
+
+    Attributes:
+        tasks: The P training tasks drawn.
+        spec: The reward spec of the step (of its first task).
+        goal: The goal-conditioned baseline's weights of each prompt, shape (P, D); None for other methods.
+        texts: The P·G whole assistant turns.
+        prompt_ids: Prompt token ids, shape (P·G, L_prompt), left-padded.
+        response: Response token ids, shape (P·G, L_response), right-padded.
+        mask: 1 for response tokens, 0 for padding, shape (P·G, L_response).
+    """
+
+    tasks: list[Any]
+    spec: RewardSpec
+    goal: np.ndarray | None
+    texts: list[str]
+    prompt_ids: torch.Tensor
+    response: torch.Tensor
+    mask: torch.Tensor
+
+    @property
+    def group(self) -> int:
+        """Completions per prompt (G)."""
+        return len(self.texts) // len(self.tasks)
+
+    def lengths(self) -> np.ndarray:
+        """Response lengths in tokens (at least 1), shape (P, G)."""
+        return self.mask.sum(dim=1).clamp(min=1).cpu().numpy().reshape(len(self.tasks), self.group)
+
+
+def sample_rollouts(
     policy: Policy,
-    reference: Policy,
-    optimizer: torch.optim.Optimizer,
     env: TextEnv[Any, Any],
     train_tasks: list[Any],
     config: TrainConfig,
+    sampling: SamplingSettings,
     *,
     step: int,
-    max_new_tokens: int,
-    temperature: float = 1.0,
-    top_p: float = 1.0,
-) -> dict[str, Any]:
-    """Sample G rollouts for each of `config.prompts_per_step` prompts, score, and take PPO steps.
-
-    Returns:
-        The step's metrics (named as veRL logs them where veRL has the quantity): reward per dimension, mean w*-score, set reward (the method's rollout
-        scalar), best-of-m, reward-space diversity of the groups, KL, entropy, timing.
-    """
-    t_start = time.perf_counter()
+    rng: np.random.Generator,
+) -> Rollouts:
+    """Draw ``config.prompts_per_step`` tasks with `rng` and sample ``config.group_size`` completions of each."""
     method = get_method(config.method)
-    mode, m, group = method.mode, int(config.m or 1), config.group_size
-    rng = np.random.default_rng([config.seed, 2, step])
+    m = int(config.m or 1)
     tasks = [train_tasks[int(i)] for i in rng.choice(len(train_tasks), size=config.prompts_per_step, replace=False)]
-    spec = env.spec_for(tasks[0])
     goal = np.stack([goal_weights_for(env, t, config.seed) for t in tasks]) if method.goal_prompt else None
     prompts = [
-        policy.prompt_text(env.render_prompt(t, mode=mode, m=m, goal_weights=None if goal is None else goal[i]))
+        policy.prompt_text(env.render_prompt(t, mode=method.mode, m=m, goal_weights=None if goal is None else goal[i]))
         for i, t in enumerate(tasks)
     ]
     texts, prompt_ids, response = policy.generate(
         prompts,
-        num_samples=group,
-        max_new_tokens=max_new_tokens,
-        temperature=temperature,
-        top_p=top_p,
+        num_samples=config.group_size,
         seed=stable_seed(config.seed, ("rollout", step)) % (2**63),
+        **sampling.as_kwargs(),
     )
-    t_sampled = time.perf_counter()
+    spec = env.spec_for(tasks[0])
+    return Rollouts(tasks, spec, goal, texts, prompt_ids, response, policy.response_mask(response))
 
-    raw = np.zeros((len(tasks), group, m, spec.dim))
+
+def score_rollouts(env: TextEnv[Any, Any], rollouts: Rollouts, *, mode: Mode, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """The env's rewards and training rewards (duplicates zeroed in multi mode), each shape (P, G, m, D)."""
+    raw = np.zeros((len(rollouts.tasks), rollouts.group, m, rollouts.spec.dim))
     train = np.zeros_like(raw)
-    for i, text in enumerate(texts):
-        b, g = divmod(i, group)
-        scored = env.score_completion(tasks[b], text, mode=mode, m=m)  # one parse, one `rewards` call
+    for i, text in enumerate(rollouts.texts):
+        b, g = divmod(i, rollouts.group)
+        scored = env.score_completion(rollouts.tasks[b], text, mode=mode, m=m)  # one parse, one `rewards` call
         raw[b, g] = scored.rewards
         train[b, g] = scored.training_rewards
-    mask = policy.response_mask(response)
-    lengths = mask.sum(dim=1).clamp(min=1).cpu().numpy().reshape(len(tasks), group)
-    keys = [f"{step}:{t.id}" for t in tasks]
-    # the rollout scalars are computed once: they are both logged and normalised into the advantages
+    return raw, train
+
+
+def rollout_advantages(
+    config: TrainConfig, method: Method, rollouts: Rollouts, train: np.ndarray, *, step: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The method's rollout scalars and their normalised advantages.
+
+    The scalars are computed once: they are both logged and normalised into the advantages.
+
+    Args:
+        config: The run's config.
+        method: Its method.
+        rollouts: The step's groups.
+        train: Training rewards, shape (P, G, m, D).
+        step: The RL step (keys the groups' weight draws).
+
+    Returns:
+        Scalars, shape (P, G) (gdpo: (P, G, D)), and advantages, shape (P, G).
+    """
     scalars = rollout_scalars(
         config.method,
         train,
-        w_star=spec.w_star,
+        w_star=rollouts.spec.w_star,
         seed=config.seed,
-        group_keys=keys,
+        group_keys=[f"{step}:{t.id}" for t in rollouts.tasks],
         num_weights=config.num_weights,
         alpha=config.alpha,
-        goal_weights=goal,
+        goal_weights=rollouts.goal,
         weight_sampler=config.weight_sampler,
     )
-    # TrainConfig checks std is population or unbiased (OmegaConf has no Literal fields)
-    advantages = normalize_scalars(
+    normalized = normalize_scalars(
         config.method,
         scalars,
-        std=cast("Std", config.std),
-        response_lengths=lengths if method.normalizer == "gdpo" else None,
+        std=cast("Std", config.std),  # TrainConfig checks std is population or unbiased (OmegaConf has no Literal)
+        response_lengths=rollouts.lengths() if method.normalizer == "gdpo" else None,
     )
-    t_scored = time.perf_counter()
+    return scalars, normalized
 
+
+def update_policy(
+    policy: Policy,
+    reference: Policy,
+    optimizer: torch.optim.Optimizer,
+    rollouts: Rollouts,
+    advantages: np.ndarray,
+    config: TrainConfig,
+    *,
+    step: int,
+    rng: np.random.Generator,
+) -> dict[str, list[float]]:
+    """PPO steps over ``config.mini_batches`` mini-batches of the rollouts, in an order drawn from `rng`.
+
+    Args:
+        policy: The model trained.
+        reference: The warm-started model of the KL term.
+        optimizer: The policy's optimizer.
+        rollouts: The step's groups.
+        advantages: Shape (P, G).
+        config: The run's config (loss coefficients, mini-batches, gradient clip).
+        step: The RL step (for messages).
+        rng: The step's generator, after `sample_rollouts` drew the tasks.
+
+    Returns:
+        Each actor statistic's value per mini-batch (``actor/entropy`` empty if the model gives none).
+
+    Raises:
+        NonFiniteLossError: If a loss or gradient norm is not finite; the model is not updated by it.
+    """
+    prompt_ids, response, mask = rollouts.prompt_ids, rollouts.response, rollouts.mask
     adv = torch.as_tensor(advantages.reshape(-1), dtype=torch.float32, device=policy.device)
     policy.model.eval()
     with torch.no_grad():
         old_logp, _ = policy.log_probs(prompt_ids, response)
         ref_logp, _ = reference.log_probs(prompt_ids, response)
     policy.model.train()
-    order = torch.as_tensor(rng.permutation(len(texts)), device=policy.device)
-    stats: dict[str, list[float]] = {
-        "actor/pg_loss": [],
-        "actor/kl_loss": [],
-        "actor/entropy": [],
-        "actor/pg_clipfrac": [],
-        "actor/grad_norm": [],
-    }
+    order = torch.as_tensor(rng.permutation(len(rollouts.texts)), device=policy.device)
+    stats: dict[str, list[float]] = {name: [] for name in _ACTOR_STATS}
     for chunk in torch.chunk(order, config.mini_batches):
         logp, entropy = policy.log_probs(prompt_ids[chunk], response[chunk], with_entropy=True)
         loss, loss_stats = actor_loss(
@@ -145,23 +219,89 @@ def rl_step(
             token_entropy = (entropy.detach() * mask[chunk]).sum() / mask[chunk].sum().clamp(min=1)
             stats["actor/entropy"].append(float(token_entropy))
     policy.model.eval()
-    t_done = time.perf_counter()
+    return stats
 
+
+def step_metrics(
+    rollouts: Rollouts,
+    raw: np.ndarray,
+    scalars: np.ndarray,
+    advantages: np.ndarray,
+    stats: dict[str, list[float]],
+    sampling: SamplingSettings,
+    *,
+    step: int,
+) -> dict[str, Any]:
+    """The step's metrics record (timing added by `rl_step`).
+
+    Args:
+        rollouts: The step's groups.
+        raw: The env's rewards, shape (P, G, m, D).
+        scalars: The method's rollout scalars, shape (P, G) (gdpo: (P, G, D)).
+        advantages: Shape (P, G).
+        stats: The actor statistics of `update_policy`.
+        sampling: The rollouts' sampling settings (the token budget for the clip ratio).
+        step: The RL step.
+    """
+    spec, lengths = rollouts.spec, rollouts.lengths()
     w_scores = spec.scalarize(raw)  # (P, G, m)
+    diversity = [reward_diversity(raw[b].reshape(-1, spec.dim)) for b in range(len(rollouts.tasks))]
     record: dict[str, Any] = {"step": step}
     record.update({f"reward/{name}": float(raw[..., i].mean()) for i, name in enumerate(spec.names)})
     record["mean_w_star"] = float(w_scores.mean())
     record["set_reward"] = float(np.mean(scalars))
     record["best_of_m"] = float(w_scores.max(axis=-1).mean())
-    record["diversity"] = float(np.mean([reward_diversity(raw[b].reshape(-1, spec.dim)) for b in range(len(tasks))]))
+    record["diversity"] = float(np.mean(diversity))
     record["critic/score/mean"] = float(np.mean(scalars))  # veRL's score: the rollout scalar the method trains on
     record["critic/advantages/mean"] = float(advantages.mean())
     record["critic/advantages/max"] = float(advantages.max())
     record["critic/advantages/min"] = float(advantages.min())
     record["response_length/mean"] = float(lengths.mean())
     record["response_length/max"] = float(lengths.max())
-    record["response_length/clip_ratio"] = float(np.mean(lengths >= max_new_tokens))
+    record["response_length/clip_ratio"] = float(np.mean(lengths >= sampling.max_new_tokens))
     record.update({k: float(np.mean(v)) for k, v in stats.items() if v})
+    return record
+
+
+def rl_step(
+    policy: Policy,
+    reference: Policy,
+    optimizer: torch.optim.Optimizer,
+    env: TextEnv[Any, Any],
+    train_tasks: list[Any],
+    config: TrainConfig,
+    *,
+    step: int,
+    sampling: SamplingSettings,
+) -> dict[str, Any]:
+    """Sample G rollouts for each of `config.prompts_per_step` prompts, score, and take PPO steps.
+
+    Args:
+        policy: The model trained.
+        reference: The warm-started model of the KL term.
+        optimizer: The policy's optimizer.
+        env: The environment.
+        train_tasks: The tasks the step's prompts are drawn from.
+        config: The run's config.
+        step: The RL step (seeds the draws, keys the groups).
+        sampling: The rollouts' sampling settings.
+
+    Returns:
+        The step's metrics (named as veRL logs them where veRL has the quantity): reward per dimension,
+        mean w*-score, set reward (the method's rollout scalar), best-of-m, reward-space diversity of the
+        groups, KL, entropy, timing.
+    """
+    method = get_method(config.method)
+    rng = np.random.default_rng([config.seed, 2, step])  # draws the tasks, then the mini-batch order
+    t_start = time.perf_counter()
+    rollouts = sample_rollouts(policy, env, train_tasks, config, sampling, step=step, rng=rng)
+    t_sampled = time.perf_counter()
+    raw, train = score_rollouts(env, rollouts, mode=method.mode, m=int(config.m or 1))
+    scalars, normalized = rollout_advantages(config, method, rollouts, train, step=step)
+    t_scored = time.perf_counter()
+    stats = update_policy(policy, reference, optimizer, rollouts, normalized, config, step=step, rng=rng)
+    t_done = time.perf_counter()
+    record = step_metrics(rollouts, raw, scalars, normalized, stats, sampling, step=step)
     record["timing_s/gen"] = round(t_sampled - t_start, 3)
     record["timing_s/reward"] = round(t_scored - t_sampled, 3)
     record["timing_s/update_actor"] = round(t_done - t_scored, 3)

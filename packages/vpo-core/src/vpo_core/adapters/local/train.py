@@ -34,6 +34,7 @@ from vpo_core import strict_json
 from vpo_core.adapters.local.config import TrainConfig, parse_overrides
 from vpo_core.adapters.local.errors import NonFiniteLossError
 from vpo_core.adapters.local.rundir import RunDir, RunDirError
+from vpo_core.adapters.local.sampling import SamplingSettings
 
 __all__ = ["NonFiniteLossError", "RunState", "main", "preflight", "run"]
 
@@ -126,8 +127,11 @@ class RunState:
         run_dir: The run directory.
         train_tasks: Training tasks.
         test_tasks: Evaluation tasks (the first ``eval_tasks`` of the test split).
+        rollout: Sampling settings of the RL rollouts (config overrides, else ``env.profile.train``).
+        evaluation: Sampling settings of the evaluations (config overrides, else ``env.profile.eval``).
+            Both share the run's token budget: ``max_new_tokens=``, else the profile's training budget
+            until `token_budget` caps it (`limit_budget`).
         timings: Seconds spent in each phase (reported).
-        sampling: Resolved sampling settings (config overrides, else ``env.profile``).
     """
 
     config: TrainConfig
@@ -135,8 +139,9 @@ class RunState:
     run_dir: RunDir
     train_tasks: list[Any]
     test_tasks: list[Any]
+    rollout: SamplingSettings
+    evaluation: SamplingSettings
     timings: dict[str, float] = field(default_factory=dict)
-    sampling: dict[str, float] = field(default_factory=dict)
 
     @property
     def mode(self) -> str:
@@ -147,6 +152,11 @@ class RunState:
     def m(self) -> int:
         """Answers per completion."""
         return int(self.config.m or 1)
+
+    def limit_budget(self, max_new_tokens: int) -> None:
+        """Set the token budget per completion of the rollouts and the evaluations."""
+        self.rollout = self.rollout.with_budget(max_new_tokens)
+        self.evaluation = self.evaluation.with_budget(max_new_tokens)
 
     @contextmanager
     def timed(self, phase: str) -> Iterator[None]:
@@ -224,23 +234,24 @@ def open_run(config: TrainConfig) -> RunState:
     train_tasks = list(env.tasks("train"))  # a missing dataset stops here, before anything is written
     test_tasks = list(env.tasks("test"))[: config.eval_tasks]
     run_dir.write_config({**config.to_json(), "data_source": env.data_source()})
-    profile = env.profile
-    sampling = {
-        "temperature": config.temperature if config.temperature is not None else profile.train.temperature,
-        "top_p": config.top_p if config.top_p is not None else profile.train.top_p,
-        "eval_temperature": config.eval_temperature
-        if config.eval_temperature is not None
-        else profile.eval.temperature,
-        "eval_top_p": config.eval_top_p if config.eval_top_p is not None else profile.eval.top_p,
-    }
-    return RunState(
-        config=config,
-        env=env,
-        run_dir=run_dir,
-        train_tasks=train_tasks,
-        test_tasks=test_tasks,
-        sampling=sampling,
+    profile, m = env.profile, int(config.m or 1)
+    rollout = SamplingSettings.resolve(
+        profile.train,
+        mode=config.mode,
+        m=m,
+        temperature=config.temperature,
+        top_p=config.top_p,
+        max_new_tokens=config.max_new_tokens,
     )
+    evaluation = SamplingSettings.resolve(
+        profile.eval,
+        mode=config.mode,
+        m=m,
+        temperature=config.eval_temperature,
+        top_p=config.eval_top_p,
+        max_new_tokens=rollout.max_new_tokens,  # the evaluation samples with the rollouts' budget
+    )
+    return RunState(config, env, run_dir, train_tasks, test_tasks, rollout=rollout, evaluation=evaluation)
 
 
 def _tokenizer_texts(state: RunState) -> list[str]:
@@ -337,12 +348,13 @@ def build_policy(state: RunState) -> tuple[Any, str, int]:
 def token_budget(state: RunState, policy: Any) -> int:
     """Token budget per completion.
 
-    ``max_new_tokens=`` if given, else the env profile's training budget capped at 1.25x the longest of
-    50 demonstrations (a small model needs no more room than its demonstrations took).
+    ``max_new_tokens=`` if given, else the env profile's training budget (``state.rollout``'s before
+    `RunState.limit_budget`) capped at 1.25x the longest of 50 demonstrations (a small model needs no
+    more room than its demonstrations took).
     """
     if state.config.max_new_tokens:
         return int(state.config.max_new_tokens)
-    budget = state.env.profile.train.max_new_tokens(state.mode, state.m)
+    budget = state.rollout.max_new_tokens
     rng = np.random.default_rng(0)
     lengths = []
     for task in state.train_tasks[:50]:
@@ -368,15 +380,16 @@ class _ProgressSampler:
         return list(texts)
 
 
-def evaluate_phase(state: RunState, policy: Any, *, which: str, model: str, max_new_tokens: int) -> Any:
+def evaluate_phase(state: RunState, policy: Any, *, which: str, model: str) -> Any:
     """Evaluate `policy` on the test tasks, or reuse ``eval_<which>.json`` if it was made for this model.
+
+    Samples with ``state.evaluation``.
 
     Args:
         state: The run.
         policy: The model to evaluate.
         which: ``init`` (the warm-started model) or ``final`` (after RL).
         model: Digest of the evaluated model's weights (an evaluation of another model is recomputed).
-        max_new_tokens: Token budget per completion.
 
     Returns:
         An `EvalResult` (pools empty when reused from the file).
@@ -397,10 +410,8 @@ def evaluate_phase(state: RunState, policy: Any, *, which: str, model: str, max_
             mode=state.mode,
             m=state.m,
             samples=config.eval_samples,
-            temperature=state.sampling["eval_temperature"],
-            top_p=state.sampling["eval_top_p"],
             seeds=config.eval_seeds,
-            max_new_tokens=max_new_tokens,
+            **state.evaluation.as_kwargs(),
         )
         bar.close()
     state.run_dir.write_eval(which, {"metrics": result.metrics, "curve": result.curve}, model=model)
@@ -410,10 +421,10 @@ def evaluate_phase(state: RunState, policy: Any, *, which: str, model: str, max_
     return result
 
 
-def rl_phase(
-    state: RunState, policy: Any, reference: Any, *, run_id: str, first_step: int, max_new_tokens: int
-) -> list[dict[str, Any]]:
+def rl_phase(state: RunState, policy: Any, reference: Any, *, run_id: str, first_step: int) -> list[dict[str, Any]]:
     """RL steps from `first_step` to ``steps``, a checkpoint every ``save_every`` steps and at the end.
+
+    Samples with ``state.rollout``.
 
     Returns:
         The metrics of every step of the run (earlier ones from ``metrics.jsonl``).
@@ -445,9 +456,7 @@ def rl_phase(
                     state.train_tasks,
                     config,
                     step=step,
-                    max_new_tokens=max_new_tokens,
-                    temperature=state.sampling["temperature"],
-                    top_p=state.sampling["top_p"],
+                    sampling=state.rollout,
                 )
                 if not all(math.isfinite(v) for v in record.values() if isinstance(v, float)):
                     raise NonFiniteLossError(
@@ -511,7 +520,7 @@ def write_report(
         summary = (
             f"# {config.env} · {config.method} (local engine)\n\n"
             f"Evaluation on {len(state.test_tasks)} test tasks, {config.eval_samples} candidates per task, "
-            f"temperature {state.sampling['eval_temperature']}, top-p {state.sampling['eval_top_p']}.\n\n{table}\n\n"
+            f"temperature {state.evaluation.temperature}, top-p {state.evaluation.top_p}.\n\n{table}\n\n"
             f"Mean w*-reward of the candidates: {init.metrics['mean_w_star']:.3f} (warm-started) → "
             f"{final.metrics['mean_w_star']:.3f} (after {config.steps} RL steps).\n\n"
             f"Time per phase (this invocation): {timing_lines}.\n"
@@ -557,16 +566,16 @@ def run(config: TrainConfig) -> dict[str, Any]:
     for model in (policy, reference):  # prompts rendered as the env's model expects (e.g. Qwen3 thinking off)
         model.chat_template_kwargs = dict(state.env.profile.chat_template_kwargs)
     policy.sample_threads = reference.sample_threads = config.sample_threads
-    max_new = token_budget(state, policy)
-    state.run_dir.write_token_budget(max_new)  # apps/evaluate.py evaluates the checkpoints with the same budget
+    state.limit_budget(token_budget(state, policy))
+    state.run_dir.write_token_budget(state.rollout.max_new_tokens)  # apps/evaluate.py evaluates with the same budget
     init = None
     if config.eval_tasks:
-        init = evaluate_phase(state, reference, which="init", model=run_id, max_new_tokens=max_new)
-    history = rl_phase(state, policy, reference, run_id=run_id, first_step=first_step, max_new_tokens=max_new)
+        init = evaluate_phase(state, reference, which="init", model=run_id)
+    history = rl_phase(state, policy, reference, run_id=run_id, first_step=first_step)
     final = None
     if config.eval_tasks:
         final_digest = model_digest(state.run_dir.checkpoint_model)
-        final = evaluate_phase(state, policy, which="final", model=final_digest, max_new_tokens=max_new)
+        final = evaluate_phase(state, policy, which="final", model=final_digest)
     report = write_report(state, history, init, final, run_id=run_id, started=started)
     _log(f"done in {report['seconds']:.0f}s; run directory: {state.run_dir.path}")
     return report

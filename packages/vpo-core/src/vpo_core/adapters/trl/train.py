@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vpo_core.adapters.local.sampling import SamplingSettings
 from vpo_core.cli_config import option, run_cli
 from vpo_core.methods import METHODS, get_method
 from vpo_core.qmc import check_weight_sampler
@@ -121,45 +122,41 @@ def _default_model_dir(config: TRLTrainConfig, env: Any, tasks: list[Any], mode:
     return path
 
 
-def build_trainer(config: TRLTrainConfig) -> Any:
-    """The env, its prompts as a dataset, the model and a `VPOGRPOTrainer` configured like the paper's loss.
+def _prompt_dataset(config: TRLTrainConfig, env: Any, tasks: list[Any], tokenizer: Any) -> tuple[Any, Any]:
+    """The training prompts, rendered with the tokenizer's chat template, as TRL's dataset.
 
     Returns:
-        The trainer (call ``.train()``).
+        The dataset (rows ``prompt``, ``task_index``) and, for a goal-conditioned method, the goal
+        weights written into each task's prompt, shape (T, D) (else None).
     """
     from datasets import Dataset
-    from trl.trainer.grpo_config import GRPOConfig
 
-    import vpo_core
-    from vpo_core.adapters.local.policy import load_policy
     from vpo_core.adapters.local.samplers import render_chat
-    from vpo_core.adapters.trl.trainer import EnvScorer, VPOGRPOTrainer
-    from vpo_core.adapters.verl.reward import template_prefill
 
-    env = vpo_core.make(config.env, **config.env_options)
     method = get_method(config.method)
-    mode = method.mode
     m = method.resolve_m(config.m)
-    tasks = list(env.tasks("train"))
-    model_dir = Path(config.model) if config.model else _default_model_dir(config, env, tasks, mode, m)
-    policy = load_policy(model_dir, config.device)
-    tokenizer = policy.tokenizer
-    template_kwargs = dict(env.profile.chat_template_kwargs)
     goal = method.task_goal_weights([env.spec_for(t).dim for t in tasks], [t.id for t in tasks], seed=config.seed)
+    template_kwargs = dict(env.profile.chat_template_kwargs)
     rows = [
         {
             "prompt": render_chat(
                 tokenizer,
-                env.render_prompt(t, mode=mode, m=m, goal_weights=None if goal is None else goal[i]),
+                env.render_prompt(t, mode=method.mode, m=m, goal_weights=None if goal is None else goal[i]),
                 template_kwargs,
             ),
             "task_index": i,
         }
         for i, t in enumerate(tasks)
     ]
+    return Dataset.from_list(rows), goal
+
+
+def _grpo_config(config: TRLTrainConfig, sampling: SamplingSettings) -> Any:
+    """TRL's ``GRPOConfig`` of the paper's loss: one generation batch per step, split into PPO mini-batches."""
+    from trl.trainer.grpo_config import GRPOConfig
+
     batch = config.prompts_per_step * config.group_size
-    profile = env.profile.train
-    args = GRPOConfig(
+    return GRPOConfig(
         output_dir=str(config.run_dir),
         seed=config.seed,
         learning_rate=config.lr,
@@ -171,9 +168,9 @@ def build_trainer(config: TRLTrainConfig) -> Any:
         gradient_accumulation_steps=1,
         steps_per_generation=config.mini_batches,
         num_generations=config.group_size,
-        max_completion_length=config.max_new_tokens or profile.max_new_tokens(mode, m),
-        temperature=config.temperature if config.temperature is not None else profile.temperature,
-        top_p=config.top_p if config.top_p is not None else profile.top_p,
+        max_completion_length=sampling.max_new_tokens,
+        temperature=sampling.temperature,
+        top_p=sampling.top_p,
         epsilon=config.clip_ratio,
         delta=config.clip_ratio_c,
         beta=config.kl_coef,
@@ -186,13 +183,41 @@ def build_trainer(config: TRLTrainConfig) -> Any:
         save_strategy="no",
         disable_tqdm=True,
     )
-    scorer = EnvScorer(env, tasks, mode=mode, m=m, prefill=template_prefill(tokenizer, template_kwargs))
+
+
+def build_trainer(config: TRLTrainConfig) -> Any:
+    """The env, its prompts as a dataset, the model and a `VPOGRPOTrainer` configured like the paper's loss.
+
+    Returns:
+        The trainer (call ``.train()``).
+    """
+    import vpo_core
+    from vpo_core.adapters.local.policy import load_policy
+    from vpo_core.adapters.trl.trainer import EnvScorer, VPOGRPOTrainer
+    from vpo_core.adapters.verl.reward import template_prefill
+
+    env = vpo_core.make(config.env, **config.env_options)
+    method = get_method(config.method)
+    mode, m = method.mode, method.resolve_m(config.m)
+    tasks = list(env.tasks("train"))
+    model_dir = Path(config.model) if config.model else _default_model_dir(config, env, tasks, mode, m)
+    policy = load_policy(model_dir, config.device)
+    dataset, goal = _prompt_dataset(config, env, tasks, policy.tokenizer)
+    sampling = SamplingSettings.resolve(
+        env.profile.train,
+        mode=mode,
+        m=m,
+        temperature=config.temperature,
+        top_p=config.top_p,
+        max_new_tokens=config.max_new_tokens or None,
+    )
+    prefill = template_prefill(policy.tokenizer, dict(env.profile.chat_template_kwargs))
     return VPOGRPOTrainer(
         model=policy.model,
-        reward_funcs=[scorer],
-        args=args,
-        train_dataset=Dataset.from_list(rows),
-        processing_class=tokenizer,
+        reward_funcs=[EnvScorer(env, tasks, mode=mode, m=m, prefill=prefill)],
+        args=_grpo_config(config, sampling),
+        train_dataset=dataset,
+        processing_class=policy.tokenizer,
         method=config.method,
         seed=config.seed,
         num_weights=config.num_weights,

@@ -318,8 +318,33 @@ def overrides(
     if resume_mode not in ("auto", "disable", "resume_path"):
         raise ValueError(f"resume_mode must be auto, disable or resume_path, got {resume_mode!r}.")
     check_weight_sampler(weight_sampler)
-    actor = "actor_rollout_ref.actor"
-    out = [
+    trainer = _trainer_overrides(
+        c,
+        checkpoint_dir=checkpoint_dir,
+        logger=logger,
+        save_freq=save_freq,
+        test_freq=test_freq,
+        max_ckpt_to_keep=max_ckpt_to_keep,
+        resume_mode=resume_mode,
+    )
+    return [
+        *_data_overrides(c, train_files=train_files, val_files=val_files, seed=seed),
+        *_actor_rollout_overrides(c),
+        f"algorithm.adv_estimator={c.estimator}",
+        f"+algorithm.vpo.seed={seed}",
+        f"+algorithm.vpo.num_weights={num_weights}",
+        f"+algorithm.vpo.alpha={alpha}",
+        f"+algorithm.vpo.weight_sampler={weight_sampler}",
+        *trainer,
+        *([f"+algorithm.vpo.k={k}"] if k is not None else []),
+        *_gdpo_overrides(c),
+        *c.extra_overrides,  # last: the recipe's own overrides win
+    ]
+
+
+def _data_overrides(c: Cell, *, train_files: str, val_files: str, seed: int) -> list[str]:
+    """``data.*``: the exported splits, batch size, lengths, chat-template options and data order."""
+    return [
         f"data.train_files={train_files}",
         f"data.val_files={val_files}",
         f"data.train_batch_size={c.train_batch}",
@@ -327,6 +352,13 @@ def overrides(
         f"data.max_response_length={c.response_length}",
         *_chat_kwargs(c.chat_template_kwargs),
         f"data.seed={seed}",
+    ]
+
+
+def _actor_rollout_overrides(c: Cell) -> list[str]:
+    """``actor_rollout_ref.*``: the model, the `SHARED` settings, the cell's batch sizes and its sampling."""
+    actor = "actor_rollout_ref.actor"
+    return [
         f"actor_rollout_ref.model.path={c.model}",
         *(override for override, _ in SHARED),
         f"{actor}.ppo_mini_batch_size={c.mini_batch}",
@@ -336,11 +368,21 @@ def overrides(
         f"actor_rollout_ref.rollout.n={c.n}",
         f"actor_rollout_ref.rollout.temperature={c.temperature}",
         f"actor_rollout_ref.rollout.top_p={c.top_p}",
-        f"algorithm.adv_estimator={c.estimator}",
-        f"+algorithm.vpo.seed={seed}",
-        f"+algorithm.vpo.num_weights={num_weights}",
-        f"+algorithm.vpo.alpha={alpha}",
-        f"+algorithm.vpo.weight_sampler={weight_sampler}",
+    ]
+
+
+def _trainer_overrides(
+    c: Cell,
+    *,
+    checkpoint_dir: str,
+    logger: Sequence[str],
+    save_freq: int,
+    test_freq: int,
+    max_ckpt_to_keep: int,
+    resume_mode: str,
+) -> list[str]:
+    """``trainer.*``: epochs, GPUs, trackers, run name, checkpoints, validation cadence and resume."""
+    return [
         f"trainer.total_epochs={c.epochs}",
         f"trainer.n_gpus_per_node={c.n_gpus}",
         f"trainer.nnodes={c.nnodes}",
@@ -353,10 +395,12 @@ def overrides(
         f"trainer.max_actor_ckpt_to_keep={max_ckpt_to_keep}",
         f"trainer.resume_mode={resume_mode}",
     ]
-    if k is not None:
-        out.append(f"+algorithm.vpo.k={k}")
-    if c.estimator == "gdpo":
-        keys = ",".join(f"r_{i}" for i in range(c.d))
-        # the built-in gdpo estimator receives the per-dimension extras only in the legacy (v0) trainer
-        out += ["trainer.use_v1=false", f"+algorithm.gdpo_reward_keys=[{keys}]"]
-    return out + list(c.extra_overrides)
+
+
+def _gdpo_overrides(c: Cell) -> list[str]:
+    """The settings of veRL's built-in gdpo estimator (none for other estimators)."""
+    if c.estimator != "gdpo":
+        return []
+    keys = ",".join(f"r_{i}" for i in range(c.d))
+    # the built-in gdpo estimator receives the per-dimension extras only in the legacy (v0) trainer
+    return ["trainer.use_v1=false", f"+algorithm.gdpo_reward_keys=[{keys}]"]
