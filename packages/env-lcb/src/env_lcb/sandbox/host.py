@@ -9,7 +9,7 @@ and wall time, whether the harness reached the program (an unforgeable "ready" m
 and the output bytes, capped. Untrusted code runs only in the test children and can reach none of
 this process's memory, descriptors or pipes.
 
-What this side does against each attack class of issue 11:
+What this side does against each attack class:
 
 1. Nothing it sends to a worker is secret beyond the program's own inputs; the worker's design
    keeps each test child to its own program and input.
