@@ -140,7 +140,7 @@ def _sources() -> list[Path]:
     ("rule", "pattern"),
     [
         ("mode/m", re.compile(r"""mode\s*==\s*["']single["']\s+and\s+[\w.]*\bm\b\s*!=\s*1""")),
-        ("goal weights", re.compile(r"""key\s*=\s*\(\s*["']goal["']""")),
+        ("goal weights", re.compile(r"""dirichlet_weights\([^)]*key\s*=\s*\(\s*(namespace|["'][\w-]*goal["'])""")),
     ],
 )
 def test_each_rule_is_written_once(rule, pattern):

@@ -111,16 +111,17 @@ def check_mode_m(mode: Any, m: Any) -> None:
         raise ValueError(f"mode='single' asks for one answer, so m must be 1 (got m={m}); use mode='multi'.")
 
 
-def goal_weights(d: int, *, seed: int, task_id: Hashable) -> NDArray[np.float64]:
-    """The goal-conditioned baseline's weights for one task: one Dir(1) draw keyed by ``("goal", task_id)``.
+def goal_weights(d: int, *, seed: int, task_id: Hashable, namespace: str = "goal") -> NDArray[np.float64]:
+    """The goal-conditioned baseline's weights for one task: one Dir(1) draw keyed by ``(namespace, task_id)``.
 
     The same task gets the same weights in every process and every epoch (the authors key them by
-    row), so the prompt written at export time and the reward computed later agree.
+    row), so the prompt written at export time and the reward computed later agree. Training uses the
+    namespace ``"goal"``; evaluation's Dirichlet conditioning uses ``"eval-goal"`` (other draws, same rule).
 
     Returns:
         Weights, shape (d,), non-negative and summing to 1.
     """
-    return dirichlet_weights(d, 1, seed=seed, key=("goal", task_id))[0]
+    return dirichlet_weights(d, 1, seed=seed, key=(namespace, task_id))[0]
 
 
 def task_goal_weights(dims: Sequence[int], task_ids: Sequence[Hashable], *, seed: int) -> NDArray[np.float64]:

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from vpo_core.evaluation.metrics import KS, pool_metrics
+from vpo_core.methods import goal_weights
 from vpo_core.types import Message, Task
-from vpo_core.weights import dirichlet_weights
 
 if TYPE_CHECKING:  # vpo_core.env imports the tabular study, which reads vpo_core.evaluation
     from vpo_core.env import TextEnv
@@ -117,7 +117,7 @@ def goal_weights_for_eval(
         if conditioning == "w_star":
             out.append(spec.w_star_array)
         else:
-            out.append(dirichlet_weights(spec.dim, 1, seed=seed, key=("eval-goal", task.id))[0])
+            out.append(goal_weights(spec.dim, seed=seed, task_id=task.id, namespace="eval-goal"))
     return out
 
 
