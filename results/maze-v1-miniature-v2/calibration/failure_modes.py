@@ -22,16 +22,17 @@ from vpo_core.adapters.local.policy import load_policy
 
 
 def walk(maze, moves):
-    position, steps = maze.start, 0
-    for move in moves:
+    """Follow every move (no step budget): (the cell reached, the moves taken to reach E or None)."""
+    position = maze.start
+    for steps, move in enumerate(moves, start=1):
         position = int(maze.step_table[position, move])
-        steps += 1
         if position == maze.end:
             return position, steps
     return position, None
 
 
 def main(argv):
+    """Sample the checkpoint, classify each route and print the shares as one JSON line."""
     path = argv[0]
     opts = dict(a.split("=", 1) for a in argv[1:])
     n_tasks, chains = int(opts.get("tasks", 50)), int(opts.get("chains", 10))
@@ -63,7 +64,7 @@ def main(argv):
                 counts["over_budget"] += 1
             else:
                 counts["short"] += 1
-                width = int(round(len(maze.step_table) ** 0.5))
+                width = round(len(maze.step_table) ** 0.5)
                 distance.append(abs(end // width - maze.end // width) + abs(end % width - maze.end % width))
     routes = counts["routes"]
     out = {k: round(counts[k] / routes, 3) for k in ("reached", "missing", "over_budget", "short")}
