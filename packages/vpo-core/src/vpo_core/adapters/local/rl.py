@@ -21,20 +21,15 @@ from vpo_core.adapters.local.policy import Policy
 from vpo_core.adapters.local.sampling import SamplingSettings
 from vpo_core.advantages import Std, normalize_scalars, rollout_scalars
 from vpo_core.env import TextEnv
-from vpo_core.methods import Method, get_method, goal_weights
+from vpo_core.methods import Method, get_method
 from vpo_core.metrics import reward_diversity
 from vpo_core.spec import RewardSpec
 from vpo_core.types import Mode
 from vpo_core.weights import stable_seed
 
-__all__ = ["NonFiniteLossError", "Rollouts", "goal_weights_for", "rl_step"]
+__all__ = ["NonFiniteLossError", "Rollouts", "rl_step"]
 
 _ACTOR_STATS = ("actor/pg_loss", "actor/kl_loss", "actor/entropy", "actor/pg_clipfrac", "actor/grad_norm")
-
-
-def goal_weights_for(env: TextEnv[Any, Any], task: Any, seed: int) -> np.ndarray:
-    """The goal-conditioned baseline's weights of a task: one Dir(1) draw keyed by the task id."""
-    return goal_weights(env.spec_for(task).dim, seed=seed, task_id=task.id)
 
 
 @dataclass(frozen=True)
@@ -74,16 +69,16 @@ def sample_rollouts(
     env: TextEnv[Any, Any],
     train_tasks: list[Any],
     config: TrainConfig,
+    method: Method,
     sampling: SamplingSettings,
     *,
     step: int,
     rng: np.random.Generator,
 ) -> Rollouts:
     """Draw ``config.prompts_per_step`` tasks with `rng` and sample ``config.group_size`` completions of each."""
-    method = get_method(config.method)
     m = int(config.m or 1)
     tasks = [train_tasks[int(i)] for i in rng.choice(len(train_tasks), size=config.prompts_per_step, replace=False)]
-    goal = np.stack([goal_weights_for(env, t, config.seed) for t in tasks]) if method.goal_prompt else None
+    goal = method.task_goal_weights([env.spec_for(t).dim for t in tasks], [t.id for t in tasks], seed=config.seed)
     prompts = [
         policy.prompt_text(env.render_prompt(t, mode=method.mode, m=m, goal_weights=None if goal is None else goal[i]))
         for i, t in enumerate(tasks)
@@ -128,7 +123,7 @@ def rollout_advantages(
         Scalars, shape (P, G) (gdpo: (P, G, D)), and advantages, shape (P, G).
     """
     scalars = rollout_scalars(
-        config.method,
+        method,
         train,
         w_star=rollouts.spec.w_star,
         seed=config.seed,
@@ -139,7 +134,7 @@ def rollout_advantages(
         weight_sampler=config.weight_sampler,
     )
     normalized = normalize_scalars(
-        config.method,
+        method,
         scalars,
         std=cast("Std", config.std),  # TrainConfig checks std is population or unbiased (OmegaConf has no Literal)
         response_lengths=rollouts.lengths() if method.normalizer == "gdpo" else None,
@@ -294,7 +289,7 @@ def rl_step(
     method = get_method(config.method)
     rng = np.random.default_rng([config.seed, 2, step])  # draws the tasks, then the mini-batch order
     t_start = time.perf_counter()
-    rollouts = sample_rollouts(policy, env, train_tasks, config, sampling, step=step, rng=rng)
+    rollouts = sample_rollouts(policy, env, train_tasks, config, method, sampling, step=step, rng=rng)
     t_sampled = time.perf_counter()
     raw, train = score_rollouts(env, rollouts, mode=method.mode, m=int(config.m or 1))
     scalars, normalized = rollout_advantages(config, method, rollouts, train, step=step)
