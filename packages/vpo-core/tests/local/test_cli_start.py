@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import math
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -173,9 +175,6 @@ def test_strict_json_writes_null_for_undefined_numbers(tmp_path):
 
 def test_sigterm_during_the_start_leaves_no_run_directory(tmp_path):
     """`kill` (SIGTERM) during the warm-up unwinds like Ctrl-C: exit 143, the fresh folder removed."""
-    import signal
-    import time
-
     out = tmp_path / "run"
     args = [*TINY, "warmup_steps=1000000", "steps=0", f"out={out}"]
     process = subprocess.Popen([sys.executable, str(TRAIN_APP), *args], stderr=subprocess.PIPE, text=True, cwd=tmp_path)
