@@ -295,3 +295,52 @@ def test_the_local_commands_module_dispatches_and_refuses_unknown_commands(capsy
     assert "usage: python -m vpo_core.adapters.local" in capsys.readouterr().err
     assert main(["evaluate", "--help"]) == 0
     assert "checkpoints" in capsys.readouterr().out
+
+
+def test_warm_starts_made_on_a_gpu_count_on_the_cpu_and_only_warm_runs_the_warm_starts(tmp_path):
+    from vpo_core.adapters.local import experiment
+
+    options = {"methods": "grpo,vpo", "main_methods": "grpo,vpo", "main_seeds": 1, "ablation_options": ""}
+    gpu = ExperimentConfig(**options, work=str(tmp_path), warm_train="device=cuda warmup_steps=7", train="device=cuda")
+    cpu = ExperimentConfig(**options, work=str(tmp_path), warm_train="device=cuda warmup_steps=7")
+    warm = {j.name: j for j in plan(gpu) if j.kind == "warm"}
+    assert sorted(warm) == ["main/warm-multi-seed0", "main/warm-single-seed0"]
+    # warm_train reaches the warm starts only, after the start's options (so it overrides them)
+    assert warm["main/warm-multi-seed0"].args[-2:] == ["device=cuda", "warmup_steps=7"]
+    assert not any("warmup_steps=7" in j.args for j in plan(gpu) if j.kind != "warm")
+    for job in plan(gpu):  # every job finished on the GPU machine ...
+        marker = experiment._marker(gpu, job)
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.write_text(json.dumps({"args": job.args}))
+    # ... counts as done on the CPU, where the same jobs carry no train-wide device=cuda
+    assert all(experiment._is_done(cpu, job) for job in plan(cpu))
+    assert any(job.args != gpu_job.args for job, gpu_job in zip(plan(cpu), plan(gpu), strict=True))
+    # any other difference is still a different job
+    other = ExperimentConfig(**options, work=str(tmp_path), warm_train="device=cuda warmup_steps=8")
+    assert not all(experiment._is_done(other, job) for job in plan(other))
+    # a grid of fewer methods names another method on its multi warm start: still the same warm start
+    fewer = ExperimentConfig(
+        **{**options, "methods": "multi_rlvr"}, work=str(tmp_path), warm_train="device=cuda warmup_steps=7"
+    )
+    fewer_warm = next(j for j in plan(fewer) if j.kind == "warm")
+    assert "method=multi_rlvr" in fewer_warm.args
+    assert "method=vpo" in warm["main/warm-multi-seed0"].args
+    assert experiment._is_done(fewer, fewer_warm)
+    with pytest.raises(ValueError, match="only must be empty or 'warm'"):
+        ExperimentConfig(only="train")
+
+
+def test_only_warm_runs_just_the_warm_starts_and_their_evaluations(capsys):
+    from vpo_core.adapters.local.experiment import main
+
+    assert (
+        main(["env=maze-v1", "methods=grpo,vpo", "main_seeds=1", "ablation_options=", "only=warm", "dry_run=true"]) == 0
+    )
+    lines = capsys.readouterr().out.splitlines()
+    names = sorted(line.split()[1] for line in lines)
+    assert names == [
+        "eval/main/warm-multi-seed0@init",
+        "eval/main/warm-single-seed0@init",
+        "main/warm-multi-seed0",
+        "main/warm-single-seed0",
+    ]

@@ -79,6 +79,14 @@ class ExperimentConfig:
     budget_single: int = option(0, "token budget of single-answer runs in training and evaluation (0: the defaults)")
     budget_multi: int = option(0, "token budget of multi-answer runs in training and evaluation (0: the defaults)")
     train: str = option("", "extra apps/train.py options for every run, space-separated key=value")
+    warm_train: str = option(
+        "",
+        "extra apps/train.py options of the warm-start jobs only, space-separated key=value (e.g. "
+        "'device=cuda warmup_steps=8000 warmup_batch=64': warm starts made on a GPU, RL runs on the CPU)",
+    )
+    only: str = option(
+        "", "run only part of the grid: 'warm' (the warm starts and their evaluations, e.g. on a GPU machine)"
+    )
     weight_sampler: str = option(
         "dirichlet", "weights of VPO/random_w in every run: dirichlet or sobol (quasi-Monte Carlo)"
     )
@@ -111,6 +119,8 @@ class ExperimentConfig:
             if text.strip() and not text.partition(":")[0].strip():
                 raise ValueError(f"each start is name:train-options, got {text!r} in starts={self.starts!r}.")
         check_weight_sampler(self.weight_sampler)
+        if self.only not in ("", "warm"):
+            raise ValueError(f"only must be empty or 'warm', got only={self.only!r}.")
 
     @property
     def eval_step_list(self) -> list[int]:
@@ -208,7 +218,7 @@ def _warm_start_jobs(config: ExperimentConfig, variant: str, mode: str, seed: in
     warm = Job(
         name,
         "warm",
-        [*_train_args(warm_method, seed, 0), f"out={warm_dir}", *common, *extra],
+        [*_train_args(warm_method, seed, 0), f"out={warm_dir}", *common, *extra, *config.warm_train.split()],
         info={"variant": variant, "mode": mode, "seed": seed, "run": str(warm_dir)},
     )
     evaluation = _eval_job(config, f"{name}@init", f"{warm_dir}@init", [name], mode)
@@ -276,12 +286,25 @@ def _marker(config: ExperimentConfig, job: Job) -> Path:
 
 
 def _is_done(config: ExperimentConfig, job: Job) -> bool:
-    """Whether `job` has a marker of the same command (or of the same ``apps/<command>.py`` command line)."""
+    """Whether `job` has a marker of the same command (or of the same ``apps/<command>.py`` command line).
+
+    A ``device=`` option does not count: a job run on a GPU machine is the same job (its config.json
+    records the device), so warm starts or runs made there are not redone on the CPU. Nor does a warm
+    start's ``method=``: the warm-up depends on the prompt mode, m and seed only, and the method named is
+    the grid's first of that mode, which a grid of fewer methods names differently.
+    """
     marker = _marker(config, job)
     if not marker.exists():
         return False
-    recorded = json.loads(marker.read_text()).get("args")
-    return recorded in (job.args, [f"apps/{job.args[0]}.py", *job.args[1:]])
+    ignored = ("device=", "method=") if job.kind == "warm" else ("device=",)
+    recorded = _identity(json.loads(marker.read_text()).get("args") or [], ignored)
+    alias = [f"apps/{job.args[0]}.py", *job.args[1:]]
+    return recorded in (_identity(job.args, ignored), _identity(alias, ignored))
+
+
+def _identity(args: Sequence[str], ignored: tuple[str, ...]) -> list[str]:
+    """A job's options without those that do not change what it computes."""
+    return [arg for arg in args if not arg.startswith(ignored)]
 
 
 def _run_job(config: ExperimentConfig, job: Job) -> float:
@@ -417,6 +440,8 @@ def main(argv: list[str] | None = None) -> int:
     if isinstance(config, int):
         return config
     jobs = plan(config)
+    if config.only == "warm":
+        jobs = [job for job in jobs if job.kind == "warm" or str(job.info.get("method", "")).startswith("warm-")]
     if config.dry_run:
         for job in jobs:
             state = "done" if _is_done(config, job) else "todo"
