@@ -344,3 +344,28 @@ def test_only_warm_runs_just_the_warm_starts_and_their_evaluations(capsys):
         "main/warm-multi-seed0",
         "main/warm-single-seed0",
     ]
+
+
+def test_collect_only_summarises_the_finished_jobs_of_a_grid_and_runs_nothing(tmp_path):
+    from vpo_core.adapters.local.experiment import main
+
+    tiny = [
+        "env=maze-v1",
+        "methods=grpo,vpo",
+        "main_seeds=1",
+        "ablation_options=",
+        "steps=2",
+        "eval_tasks=2",
+        "eval_samples=3",
+        f"work={tmp_path / 'work'}",
+        f"out={tmp_path / 'out'}",
+        "warm_train=warmup_steps=2 warmup_batch=2 hidden_size=32 layers=1 heads=2 vocab_size=300",
+    ]
+    assert main([*tiny, "only=warm"]) == 0  # the warm starts and their evaluations, for real
+    (tmp_path / "out").rename(tmp_path / "out-warm")
+    assert main([*tiny, "collect_only=true"]) == 0
+    index = json.loads((tmp_path / "out" / "index.json").read_text())
+    assert sorted(record["method"] for record in index["pools"]) == ["warm-multi", "warm-single"]
+    assert all((tmp_path / "out" / record["pool"]).exists() for record in index["pools"])
+    assert not (tmp_path / "work" / "main" / "vpo-seed0").exists()  # no RL run was started
+    assert "collect_only" not in index["config"]

@@ -98,6 +98,9 @@ class ExperimentConfig:
     work: str | None = option(None, "run directories (big; not committed); default runs/experiment-<env>")
     out: str | None = option(None, "summary folder (small; committed); default results/<env>-miniature")
     dry_run: bool = option(False, "print the jobs and exit")
+    collect_only: bool = option(
+        False, "run nothing: write out/ (summary, tables) from the jobs finished so far, e.g. of a grid still running"
+    )
 
     def __post_init__(self) -> None:
         unknown = [m for m in self.method_list if m not in METHODS]
@@ -393,7 +396,7 @@ def collect(config: ExperimentConfig, jobs: Sequence[Job]) -> Path:
                 if source.exists():
                     shutil.copy2(source, run_out / name)
     index = out / "index.json"
-    settings = {k: v for k, v in vars(config).items() if k not in ("dry_run",)}
+    settings = {k: v for k, v in vars(config).items() if k not in ("dry_run", "collect_only")}
     index.write_text(json.dumps({"config": settings, "pools": records}, indent=1))
     return index
 
@@ -448,7 +451,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{state}  {job.name:40s} {' '.join(job.args)}")
         return 0
     try:
-        run_jobs(config, jobs)
+        if not config.collect_only:
+            run_jobs(config, jobs)
     except RuntimeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         collect(config, jobs)
