@@ -369,3 +369,17 @@ def test_collect_only_summarises_the_finished_jobs_of_a_grid_and_runs_nothing(tm
     assert all((tmp_path / "out" / record["pool"]).exists() for record in index["pools"])
     assert not (tmp_path / "work" / "main" / "vpo-seed0").exists()  # no RL run was started
     assert "collect_only" not in index["config"]
+
+
+def test_arms_sort_by_start_method_and_step_in_number_order():
+    from vpo_core.adapters.local.experiment_report import _arm_order
+
+    arms = ["random:vpo@50", "direct:grpo@300", "direct:warm-single", "direct:grpo@50", "direct:grpo@150", "vpo"]
+    assert sorted(arms, key=_arm_order) == [
+        "vpo",
+        "direct:grpo@50",
+        "direct:grpo@150",
+        "direct:grpo@300",
+        "direct:warm-single",
+        "random:vpo@50",
+    ]

@@ -82,6 +82,12 @@ def _split_arm(arm: str) -> tuple[str, str, str]:
     return (f"{prefix}:" if prefix else ""), method, step
 
 
+def _arm_order(arm: str) -> tuple[str, str, int]:
+    """Sort key of an arm: start, method, then RL step in number order (a warm start or final-only arm first)."""
+    prefix, method, step = _split_arm(arm)
+    return prefix, method, int(step[1:]) if step else -1
+
+
 def _stack_by_seed(per_seed: dict[int, dict[str, Any]], key: str, seeds: Sequence[int]) -> np.ndarray:
     return np.stack([per_seed[s][key] for s in seeds])
 
@@ -103,7 +109,7 @@ def summarise(index_file: Path, env: Any) -> dict[str, Any]:
         arms[arm][int(record["seed"])] = per_task_metrics(env, pool.rewards.astype(np.float64), mode=pool.mode)
         modes[arm] = pool.mode
     summary: dict[str, Any] = {"arms": {}, "differences": {}, "curves": {}}
-    for arm, per_seed in sorted(arms.items()):
+    for arm, per_seed in sorted(arms.items(), key=lambda item: _arm_order(item[0])):
         seeds = sorted(per_seed)
         entry: dict[str, Any] = {"seeds": seeds, "mode": modes[arm]}
         for metric in dict.fromkeys((*METRICS, *GOAL_METRICS, *REGIME_METRICS, *POOL_METRICS)):
@@ -118,7 +124,7 @@ def summarise(index_file: Path, env: Any) -> dict[str, Any]:
             summary["curves"][arm] = [
                 list(_triple(bootstrap_ci(curves[:, :, k], replicates=1000))) for k in range(curves.shape[2])
             ]
-    for vpo_arm in [a for a in arms if _split_arm(a)[1] == "vpo"]:
+    for vpo_arm in sorted((a for a in arms if _split_arm(a)[1] == "vpo"), key=_arm_order):
         prefix, _, step = _split_arm(vpo_arm)
         if prefix == "ablation:":
             continue
