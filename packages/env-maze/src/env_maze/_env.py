@@ -208,6 +208,10 @@ class MazeEnv(TextEnv[Maze, Route]):
         )
 
     # -------------------------------------------------------------------------- demonstrations
+    def answer_stop(self, *, mode: Mode = "single", m: int = 1) -> str | None:
+        """The closing tag of the last answer: ``</answer>`` (single) or ``</route_m>`` (multi)."""
+        return "</answer>" if mode == "single" else f"</route_{m}>"
+
     def reference_completion(self, task: Task[Maze], *, mode: Mode = "single", m: int = 1) -> str | None:
         """A w*-optimal route (single) or m routes over distinct Pareto points, best first (multi)."""
         solution = solve(task.payload)

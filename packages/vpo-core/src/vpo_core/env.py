@@ -177,6 +177,16 @@ class TextEnv(ABC, Generic[P, A]):
         """
         return None
 
+    def answer_stop(self, *, mode: Mode = "single", m: int = 1) -> str | None:
+        """The text that closes a complete answer in this prompt mode, or None (the default).
+
+        Samplers that honour it (the local engine's transformers model, `stop_at_answer=`) end a
+        completion there: whatever a policy writes after its last answer never reaches the parser,
+        which ignores it anyway, so stopping changes no score and saves the tokens. Override it where
+        the answer format has a fixed last closing tag (maze: ``</answer>``, ``</route_m>``).
+        """
+        return None
+
     def data_source(self) -> dict[str, Any]:
         """Where the env's data comes from, recorded in each run's config (dataset envs override it).
 

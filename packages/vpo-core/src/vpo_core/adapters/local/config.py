@@ -111,6 +111,11 @@ class TrainConfig:
     max_new_tokens: int | None = option(
         None, "token budget per completion; default: the env profile's, capped at 1.25x its longest demonstration"
     )
+    stop_at_answer: bool = option(
+        True,
+        "end each sample where the env's last answer closes (TextEnv.answer_stop, e.g. maze's </route_3>), as well as "
+        "at EOS; false: sample to EOS or the token budget (a small policy under RL can stop writing EOS)",
+    )
     save_every: int = option(10, "checkpoint every N steps (and at the end)")
     keep_steps: str = option(
         "", "RL steps whose model is also kept in snapshots/step<N>/ (comma-separated, e.g. 50,150), for evaluation"

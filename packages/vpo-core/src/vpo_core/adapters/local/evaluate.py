@@ -94,6 +94,11 @@ class EvalConfig:
     out: str | None = option(None, "output directory (default runs/eval/<name or UTC time>)")
     device: str = option("auto", "device of the in-process model: auto (cuda when available), cpu or cuda")
     backend: str = option("auto", "auto, transformers or vllm (ignored with endpoint=)")
+    stop_at_answer: bool = option(
+        True,
+        "transformers backend: end each sample where the env's last answer closes (TextEnv.answer_stop), as "
+        "training does; false: sample to EOS or the token budget",
+    )
     gpu_memory_utilization: float = option(0.5, "share of GPU memory vLLM may take")
     progress: bool = option(True, "show a progress bar per evaluated row")
 
@@ -256,13 +261,14 @@ def _sampler(target: Target, config: EvalConfig, env: Any, backend: str) -> Any:
             chat_template_kwargs=template_kwargs,
             gpu_memory_utilization=config.gpu_memory_utilization,
         )
-    from vpo_core.adapters.local.policy import load_policy
+    from vpo_core.adapters.local.policy import answer_stops, load_policy
     from vpo_core.adapters.local.samplers import TransformersSampler
 
     try:
         policy = load_policy(target.model_dir, config.device)
     except FileNotFoundError as exc:
         raise SystemExit(str(exc)) from None
+    policy.stop_strings = answer_stops(env, target.mode, target.m, config.stop_at_answer)
     return TransformersSampler(policy, template_kwargs)
 
 

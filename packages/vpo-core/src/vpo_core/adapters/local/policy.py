@@ -22,7 +22,7 @@ from transformers.cache_utils import StaticCache, StaticLayer
 from vpo_core.adapters.local.samplers import render_chat, template_prefill, with_prefill
 from vpo_core.types import Message
 
-__all__ = ["Policy", "build_tokenizer", "left_padded_positions", "load_policy", "load_tokenizer", "new_policy"]
+__all__ = ["Policy", "answer_stops", "build_tokenizer", "left_padded_positions", "load_policy", "load_tokenizer", "new_policy"]
 
 BOS, EOS, PAD = "<|bos|>", "<|end|>", "<|pad|>"
 USER, ASSISTANT, SYSTEM = "<|user|>", "<|assistant|>", "<|system|>"
@@ -106,6 +106,8 @@ class Policy:
             is 1.
         chat_template_kwargs: Extra variables of the chat template for every prompt this policy renders
             (the env's ``profile.chat_template_kwargs``, e.g. Qwen3's ``enable_thinking=False``).
+        stop_strings: Texts that end a sample besides EOS (the env's `TextEnv.answer_stop`); the sample
+            keeps the stop text, and what follows is padding as after EOS.
     """
 
     model: Any
@@ -113,6 +115,7 @@ class Policy:
     device: torch.device
     sample_threads: int | None = 1
     chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
+    stop_strings: tuple[str, ...] = ()
 
     def prompt_text(self, messages: Sequence[Message]) -> str:
         """Chat messages rendered with the tokenizer's template and options, ending with the assistant header."""
@@ -208,6 +211,7 @@ class Policy:
             eos_token_id=self.tokenizer.eos_token_id,
             suppress_tokens=[self.tokenizer.pad_token_id],
             disable_compile=True,
+            **({"stop_strings": list(self.stop_strings), "tokenizer": self.tokenizer} if self.stop_strings else {}),
             **({"past_key_values": cache} if cache is not None else {"cache_implementation": "static"}),
         )
         response = out[:, input_ids.shape[1] :]
@@ -355,6 +359,12 @@ def new_policy(
     # transformers wraps .to with functools.wraps, whose stub loses the method binding
     model = Qwen2ForCausalLM(config).to(device)  # type: ignore[arg-type]
     return Policy(model=model, tokenizer=tokenizer, device=torch.device(device))
+
+
+def answer_stops(env: Any, mode: str, m: int, enabled: bool) -> tuple[str, ...]:
+    """The stop strings of a policy's samples: the env's answer end (`TextEnv.answer_stop`) if `enabled`."""
+    stop = env.answer_stop(mode=mode, m=m) if enabled else None
+    return (stop,) if stop else ()
 
 
 def load_tokenizer(path: str | Path) -> Any:

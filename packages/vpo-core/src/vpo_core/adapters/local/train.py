@@ -545,7 +545,7 @@ def _remove_failed_start(path: Path, *, fresh: bool) -> None:
 
 def run(config: TrainConfig) -> dict[str, Any]:
     """Run warm-up, RL and evaluation for a config; returns the report."""
-    from vpo_core.adapters.local.policy import load_policy
+    from vpo_core.adapters.local.policy import answer_stops, load_policy
     from vpo_core.adapters.local.rundir import model_digest
 
     started = time.perf_counter()
@@ -566,6 +566,7 @@ def run(config: TrainConfig) -> dict[str, Any]:
     for model in (policy, reference):  # prompts rendered as the env's model expects (e.g. Qwen3 thinking off)
         model.chat_template_kwargs = dict(state.env.profile.chat_template_kwargs)
     policy.sample_threads = reference.sample_threads = config.sample_threads
+    policy.stop_strings = reference.stop_strings = answer_stops(state.env, state.mode, state.m, config.stop_at_answer)
     state.limit_budget(token_budget(state, policy))
     state.run_dir.write_token_budget(state.rollout.max_new_tokens)  # apps/evaluate.py evaluates with the same budget
     init = None
