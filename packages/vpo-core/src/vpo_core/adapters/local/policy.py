@@ -22,7 +22,15 @@ from transformers.cache_utils import StaticCache, StaticLayer
 from vpo_core.adapters.local.samplers import render_chat, template_prefill, with_prefill
 from vpo_core.types import Message
 
-__all__ = ["Policy", "answer_stops", "build_tokenizer", "left_padded_positions", "load_policy", "load_tokenizer", "new_policy"]
+__all__ = [
+    "Policy",
+    "answer_stops",
+    "build_tokenizer",
+    "left_padded_positions",
+    "load_policy",
+    "load_tokenizer",
+    "new_policy",
+]
 
 BOS, EOS, PAD = "<|bos|>", "<|end|>", "<|pad|>"
 USER, ASSISTANT, SYSTEM = "<|user|>", "<|assistant|>", "<|system|>"
