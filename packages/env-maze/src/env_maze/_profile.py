@@ -57,14 +57,17 @@ MINIATURE_V2 = {
     "eval_steps": "50,150",
     # the model (2.5M parameters) of every run; RESULTS.md "Miniature v2" holds its calibration
     "train": "hidden_size=192 layers=4 heads=4",
-    # the warm starts are made on one GPU (results/maze-v1-miniature-v2/gpu/run.sh); on a CPU-only machine
-    # pass warm_train="warmup_steps=... warmup_batch=64" (the same warm-up, many hours of one core)
-    "warm_train": "device=cuda warmup_steps=1000 warmup_batch=64",
+    # the warm-up of each warm start: 1000 x 32 demonstrations, about 85 (multi) / 50 (single) minutes of one
+    # CPU core; a GPU machine adds device=cuda (results/maze-v1-miniature-v2/gpu/run.sh). The GPU's 1000 x 64
+    # starts of 2026-11-26 were lost with their machine; 1000 x 64 costs twice this on a CPU for +2 points
+    # of validity (RESULTS.md "Miniature v2", calibration)
+    "warm_train": "warmup_steps=1000 warmup_batch=32",
     "budget_single": 128,  # 2x the longest single demonstration (64 tokens, default tokenizer)
     "budget_multi": 384,  # 2x the longest multi demonstration (194 tokens); prompts <= 212, positions 1024
     "eval_tasks": 100,
     "eval_samples": 30,
     "work": "runs/experiment-maze-v1-v2",
+    "keep_warm": "true",  # the warm starts (10 MB each) are committed, so a later session resumes the grid
     "out": "results/maze-v1-miniature-v2",
 }
 

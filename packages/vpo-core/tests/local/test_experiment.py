@@ -383,3 +383,64 @@ def test_arms_sort_by_start_method_and_step_in_number_order():
         "direct:warm-single",
         "random:vpo@50",
     ]
+
+
+def test_a_fresh_clone_resumes_from_the_committed_results_and_its_kept_warm_starts(tmp_path, capsys):
+    import shutil
+
+    from vpo_core.adapters.local.experiment import main
+
+    tiny = [
+        "env=maze-v1",
+        "methods=grpo",
+        "main_seeds=1",
+        "other_seeds=1",
+        "ablation_options=",
+        "steps=2",
+        "eval_tasks=2",
+        "eval_samples=3",
+        "keep_warm=true",
+        f"work={tmp_path / 'work'}",
+        f"out={tmp_path / 'out'}",
+        "train=hidden_size=32 layers=1 heads=2 vocab_size=300",
+        "warm_train=warmup_steps=2 warmup_batch=2",
+    ]
+    assert main(tiny) == 0  # warm start, one GRPO run, their evaluations, for real
+    out = tmp_path / "out"
+    assert (out / "warm" / "main__warm-single-seed0" / "config.json").exists()
+    kept = sorted(p.name for p in (out / "done").iterdir())
+    assert kept == [
+        "eval__main__grpo-seed0.json",
+        "eval__main__warm-single-seed0-init.json",
+        "main__grpo-seed0.json",
+        "main__warm-single-seed0.json",
+    ]
+    shutil.rmtree(tmp_path / "work")  # a fresh clone: only the committed out/ is left
+    capsys.readouterr()
+    assert main([*tiny, "dry_run=true"]) == 0
+    assert all(line.startswith("done") for line in capsys.readouterr().out.splitlines())
+
+    # a new arm runs from the restored warm start; the earlier arms are neither rerun nor dropped
+    assert main([*tiny, "methods=grpo,maxrl"]) == 0
+    assert (tmp_path / "work" / "main" / "warm-single-seed0" / "init_model" / "config.json").exists()
+    assert (tmp_path / "work" / "main" / "maxrl-seed0" / "metrics.jsonl").exists()
+    assert not (tmp_path / "work" / "main" / "grpo-seed0").exists()
+    index = json.loads((out / "index.json").read_text())
+    assert sorted(record["method"] for record in index["pools"]) == ["grpo", "maxrl", "warm-single"]
+    assert "restored the warm start main/warm-single-seed0" in capsys.readouterr().err
+
+
+def test_a_warm_start_marked_done_in_out_without_its_model_is_redone(tmp_path):
+    from vpo_core.adapters.local.experiment import ExperimentConfig, _is_done, _kept_marker, _marker, plan
+
+    config = ExperimentConfig(
+        env="maze-v1", methods="grpo", main_seeds=1, ablation_options="", work=str(tmp_path / "w"), out=str(tmp_path)
+    )
+    warm = next(job for job in plan(config) if job.kind == "warm")
+    marker = _kept_marker(config, warm)
+    marker.parent.mkdir(parents=True)
+    marker.write_text(json.dumps({"args": warm.args}))
+    assert not _is_done(config, warm)  # nothing to restore: the warm-up runs again
+    _marker(config, warm).parent.mkdir(parents=True)
+    _marker(config, warm).write_text(json.dumps({"args": warm.args}))
+    assert _is_done(config, warm)

@@ -16,6 +16,12 @@ train|evaluate``, what ``apps/train.py`` and ``apps/evaluate.py`` run; no checko
 resumes what is not (a killed RL run resumes from its checkpoint; markers written when jobs ran
 ``apps/<command>.py`` by path still count). ``jobs=2`` runs two at a time, each on ``threads`` torch
 threads.
+
+The committed ``out/`` folder is the grid's state too: collecting writes ``out/done/`` markers for the
+evaluations whose pools it holds and for the runs all of whose evaluations it holds (and, with
+``keep_warm=true``, for the warm starts whose models it keeps in ``out/warm/``), so a fresh clone with
+an empty ``work/`` skips those jobs, restores the kept warm starts and runs only what is missing; its
+``index.json`` keeps the records of those earlier pools.
 """
 
 from __future__ import annotations
@@ -40,7 +46,7 @@ from vpo_core.methods import METHODS, get_method
 from vpo_core.qmc import check_weight_sampler
 from vpo_core.registry import DEFAULT_ENV
 
-__all__ = ["ExperimentConfig", "Job", "main", "plan", "recipe_options"]
+__all__ = ["ExperimentConfig", "Job", "main", "plan", "recipe_options", "restore_warm_starts"]
 
 
 @dataclass
@@ -97,6 +103,11 @@ class ExperimentConfig:
     threads: int = option(1, "torch threads per job")
     work: str | None = option(None, "run directories (big; not committed); default runs/experiment-<env>")
     out: str | None = option(None, "summary folder (small; committed); default results/<env>-miniature")
+    keep_warm: bool = option(
+        False,
+        "also keep each warm start's model in out/warm/ (committed, ~4 bytes per parameter), so that a fresh clone "
+        "resumes the grid without redoing its warm-ups",
+    )
     dry_run: bool = option(False, "print the jobs and exit")
     collect_only: bool = option(
         False, "run nothing: write out/ (summary, tables) from the jobs finished so far, e.g. of a grid still running"
@@ -284,8 +295,22 @@ def _eval_job(config: ExperimentConfig, name: str, checkpoint: str, after: list[
     return Job(f"eval/{name}", "eval", [*args, *config.evaluate.split()], after=after, info={"eval_dir": str(out)})
 
 
+def _marker_name(job: Job) -> str:
+    return f"{job.name.replace('/', '__').replace('@', '-')}.json"
+
+
 def _marker(config: ExperimentConfig, job: Job) -> Path:
-    return config.work_dir / "done" / f"{job.name.replace('/', '__').replace('@', '-')}.json"
+    return config.work_dir / "done" / _marker_name(job)
+
+
+def _kept_marker(config: ExperimentConfig, job: Job) -> Path:
+    """The marker `collect` writes into the committed ``out/done/`` (see the module docstring)."""
+    return config.out_dir / "done" / _marker_name(job)
+
+
+def _kept_warm(config: ExperimentConfig, job: Job) -> Path:
+    """Where ``keep_warm=true`` keeps a warm start's ``init_model``."""
+    return config.out_dir / "warm" / _marker_name(job).removesuffix(".json")
 
 
 def _is_done(config: ExperimentConfig, job: Job) -> bool:
@@ -296,13 +321,38 @@ def _is_done(config: ExperimentConfig, job: Job) -> bool:
     start's ``method=``: the warm-up depends on the prompt mode, m and seed only, and the method named is
     the grid's first of that mode, which a grid of fewer methods names differently.
     """
-    marker = _marker(config, job)
+    if _same_job(_marker(config, job), job):
+        return True
+    if not _same_job(_kept_marker(config, job), job):
+        return False
+    # a warm start counts as done from out/ only while its model is there to restore
+    return job.kind != "warm" or (_kept_warm(config, job) / "config.json").exists()
+
+
+def _same_job(marker: Path, job: Job) -> bool:
+    """Whether `marker` exists and records `job`'s command (up to options that change nothing)."""
     if not marker.exists():
         return False
     ignored = ("device=", "method=") if job.kind == "warm" else ("device=",)
     recorded = _identity(json.loads(marker.read_text()).get("args") or [], ignored)
     alias = [f"apps/{job.args[0]}.py", *job.args[1:]]
     return recorded in (_identity(job.args, ignored), _identity(alias, ignored))
+
+
+def restore_warm_starts(config: ExperimentConfig, jobs: Sequence[Job]) -> list[str]:
+    """Copy each warm start kept in ``out/warm/`` (``keep_warm=true``) back into an empty work folder.
+
+    Returns:
+        The names of the warm starts restored.
+    """
+    restored = []
+    for job in jobs:
+        target = Path(job.info.get("run", "")) / "init_model"
+        kept = _kept_warm(config, job)
+        if job.kind == "warm" and not target.exists() and _is_done(config, job) and kept.exists():
+            shutil.copytree(kept, target)
+            restored.append(job.name)
+    return restored
 
 
 def _identity(args: Sequence[str], ignored: tuple[str, ...]) -> list[str]:
@@ -374,7 +424,10 @@ def collect(config: ExperimentConfig, jobs: Sequence[Job]) -> Path:
     """
     out = config.out_dir
     (out / "pools").mkdir(parents=True, exist_ok=True)
+    index = out / "index.json"
+    earlier = json.loads(index.read_text()).get("pools", []) if index.exists() else []
     records = []
+    collected: set[str] = set()
     for job in jobs:
         if job.kind != "eval" or not _is_done(config, job):
             continue
@@ -386,7 +439,12 @@ def collect(config: ExperimentConfig, jobs: Sequence[Job]) -> Path:
             target = out / "pools" / f"{key}.npz"
             pool = load_pool(pool_file)
             save_pool(target, dataclasses.replace(pool, rewards=pool.rewards.astype(np.float32)))
-            records.append({**job.info, "label": label, "pool": str(target.relative_to(out))})
+            records.append({**job.info, "job": job.name, "label": label, "pool": str(target.relative_to(out))})
+        if not pools:  # evaluated in an earlier clone: its records and pools are already in out/
+            records += [r for r in earlier if r.get("job") == job.name and (out / r["pool"]).exists()]
+        if any(r.get("job") == job.name for r in records):
+            collected.add(job.name)
+            _keep_marker(config, job)
         run = job.info.get("run")
         if run and not str(job.info["method"]).startswith("warm-"):
             run_out = out / "runs" / f"{job.info['variant']}__{Path(run).name}"
@@ -395,10 +453,26 @@ def collect(config: ExperimentConfig, jobs: Sequence[Job]) -> Path:
                 source = Path(run) / name
                 if source.exists():
                     shutil.copy2(source, run_out / name)
-    index = out / "index.json"
+    for job in jobs:
+        evaluations = [j.name for j in jobs if j.kind == "eval" and job.name in j.after]
+        if job.kind == "train" and _is_done(config, job) and evaluations and collected.issuperset(evaluations):
+            _keep_marker(config, job)
+        if job.kind == "warm" and config.keep_warm and _is_done(config, job):
+            model, kept = Path(job.info["run"]) / "init_model", _kept_warm(config, job)
+            if model.exists() and not kept.exists():
+                shutil.copytree(model, kept)
+            _keep_marker(config, job)
     settings = {k: v for k, v in vars(config).items() if k not in ("dry_run", "collect_only")}
     index.write_text(json.dumps({"config": settings, "pools": records}, indent=1))
     return index
+
+
+def _keep_marker(config: ExperimentConfig, job: Job) -> None:
+    """Copy a finished job's marker into ``out/done/`` (from the work folder, where it ran)."""
+    source, target = _marker(config, job), _kept_marker(config, job)
+    if source.exists() and not target.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, target)
 
 
 def recipe_options(argv: Sequence[str]) -> list[str]:
@@ -452,6 +526,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         if not config.collect_only:
+            for name in restore_warm_starts(config, jobs):
+                print(f"restored the warm start {name} from {config.out_dir / 'warm'}", file=sys.stderr)
             run_jobs(config, jobs)
     except RuntimeError as exc:
         print(f"error: {exc}", file=sys.stderr)
