@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Part of miniature v2's grid on one GPU machine (issue 21): the runner's pending jobs of one start, run with
-# device=cuda from the warm starts made by run.sh, until DEADLINE seconds have passed; returns one archive of
-# the finished jobs' markers, evaluations, run configs and metrics. The runner's markers ignore device=, so
-# unpacked into the checkout (tar -xzf grid.tar.gz) the CPU grid counts these jobs as done.
+# device=cuda, until DEADLINE seconds have passed; then the runner collects what is finished into the committed
+# results folder and returns it as one archive (its out/done markers, pools, run configs and metrics, index).
+# The warm starts come from results/maze-v1-miniature-v2/warm/ (tracked; the runner restores them) and the jobs
+# finished earlier are skipped by their out/done markers, so nothing under runs/ needs carrying. Unpacked in the
+# checkout (tar -xzf grid.tar.gz), the CPU grid counts these jobs as done (markers ignore device=).
 #
-#   device run: bash results/maze-v1-miniature-v2/gpu/grid.sh   (carry .whl, runs/experiment-maze-v1-v2/$START,
-#               runs/experiment-maze-v1-v2/done; .whl holds the vpo-core and env-maze wheels built from this
-#               checkout, `uv build --package vpo-core --wheel -o .whl` and the same for env-maze, and the local
-#               extra's packages the machine lacks: transformers 5.9.0, tokenizers 0.22.2, omegaconf 2.3.1,
+#   device run: bash results/maze-v1-miniature-v2/gpu/grid.sh   (carry .whl: the vpo-core and env-maze wheels built
+#               from this checkout, `uv build --package vpo-core --wheel -o .whl` and the same for env-maze, and the
+#               local extra's packages the machine lacks: transformers 5.9.0, tokenizers 0.22.2, omegaconf 2.3.1,
 #               antlr4-python3-runtime 4.9.3, as `pip download` gets them for Python 3.12; the same for run.sh)
 #   START=random METHODS=grpo,multi_rlvr,vpo JOBS=3 DEADLINE=480 (the defaults)
 #
@@ -29,6 +30,8 @@ timeout "$DEADLINE" python3 apps/experiment.py env=maze-v1 recipe=v2 starts="$ST
   methods="$METHODS" jobs="$JOBS" train="hidden_size=192 layers=4 heads=4 device=cuda" > "$OUT/experiment.log" 2>&1
 echo "runner rc $? in $(( $(date +%s) - t0 ))s"
 tail -20 "$OUT/experiment.log"
-tar -czf "$OUT/grid.tar.gz" $W/done $W/eval/"$START" $W/logs $W/"$START"/*-seed*/config.json \
-  $W/"$START"/*-seed*/metrics.jsonl $W/"$START"/*-seed*/report.json 2>/dev/null
+python3 apps/experiment.py env=maze-v1 recipe=v2 starts="$START:env.demonstrations=$START" methods="$METHODS" \
+  collect_only=true >> "$OUT/experiment.log" 2>&1
+tar -czf "$OUT/grid.tar.gz" results/maze-v1-miniature-v2/done results/maze-v1-miniature-v2/pools \
+  results/maze-v1-miniature-v2/runs results/maze-v1-miniature-v2/index.json $W/logs 2>/dev/null
 ls -la "$OUT"

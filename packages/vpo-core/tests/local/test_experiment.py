@@ -444,3 +444,20 @@ def test_a_warm_start_marked_done_in_out_without_its_model_is_redone(tmp_path):
     _marker(config, warm).parent.mkdir(parents=True)
     _marker(config, warm).write_text(json.dumps({"args": warm.args}))
     assert _is_done(config, warm)
+
+
+def test_collecting_one_start_keeps_the_other_starts_records(tmp_path):
+    from vpo_core.adapters.local.experiment import ExperimentConfig, collect, plan
+
+    out = tmp_path / "out"
+    (out / "pools").mkdir(parents=True)
+    (out / "pools" / "random__grpo-seed0__grpo-seed0.npz").write_bytes(b"kept")
+    other = {"job": "eval/random/grpo-seed0", "method": "grpo", "pool": "pools/random__grpo-seed0__grpo-seed0.npz"}
+    gone = {"job": "eval/random/vpo-seed0", "method": "vpo", "pool": "pools/missing.npz"}
+    (out / "index.json").write_text(json.dumps({"config": {}, "pools": [other, gone, {"method": "old", "pool": "x"}]}))
+    config = ExperimentConfig(
+        env="maze-v1", methods="grpo", main_seeds=1, starts="direct:env.demonstrations=direct",
+        work=str(tmp_path / "work"), out=str(out),
+    )  # fmt: skip
+    index = json.loads(collect(config, plan(config)).read_text())
+    assert index["pools"] == [other]  # nothing of the direct start ran; the random start's pool file is there

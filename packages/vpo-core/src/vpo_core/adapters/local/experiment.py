@@ -462,6 +462,9 @@ def collect(config: ExperimentConfig, jobs: Sequence[Job]) -> Path:
             if model.exists() and not kept.exists():
                 shutil.copytree(model, kept)
             _keep_marker(config, job)
+    # the records of jobs outside this command's plan (another start or method subset) stay in the index
+    planned: set[str | None] = {None, *(job.name for job in jobs)}
+    records += [r for r in earlier if r.get("job") not in planned and (out / r["pool"]).exists()]
     settings = {k: v for k, v in vars(config).items() if k not in ("dry_run", "collect_only")}
     index.write_text(json.dumps({"config": settings, "pools": records}, indent=1))
     return index
