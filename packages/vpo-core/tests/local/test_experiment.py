@@ -1,4 +1,5 @@
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -461,3 +462,21 @@ def test_collecting_one_start_keeps_the_other_starts_records(tmp_path):
     )  # fmt: skip
     index = json.loads(collect(config, plan(config)).read_text())
     assert index["pools"] == [other]  # nothing of the direct start ran; the random start's pool file is there
+
+
+def test_an_unfinished_runs_evaluations_are_collected_but_not_kept_as_done(tmp_path):
+    from vpo_core.adapters.local.experiment import ExperimentConfig, _marker, collect, plan
+
+    config = ExperimentConfig(
+        env="maze-v1", methods="grpo", main_seeds=1, ablation_options="", steps=10, eval_steps="5",
+        work=str(tmp_path / "work"), out=str(tmp_path / "out"),
+    )  # fmt: skip
+    jobs = {job.name: job for job in plan(config)}
+    step5 = jobs["eval/main/grpo-seed0@step5"]  # the run itself is not done
+    _marker(config, step5).parent.mkdir(parents=True)
+    _marker(config, step5).write_text(json.dumps({"args": step5.args}))
+    Path(step5.info["eval_dir"]).mkdir(parents=True)
+    np.save(Path(step5.info["eval_dir"]) / "pool_grpo-seed0@step5.npy", np.zeros((2, 3, 1, 4)))
+    index = json.loads(collect(config, list(jobs.values())).read_text())
+    assert [record["job"] for record in index["pools"]] == ["eval/main/grpo-seed0@step5"]
+    assert not (tmp_path / "out" / "done").exists()

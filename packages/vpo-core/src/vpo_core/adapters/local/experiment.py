@@ -346,10 +346,9 @@ def restore_warm_starts(config: ExperimentConfig, jobs: Sequence[Job]) -> list[s
         The names of the warm starts restored.
     """
     restored = []
-    for job in jobs:
-        target = Path(job.info.get("run", "")) / "init_model"
-        kept = _kept_warm(config, job)
-        if job.kind == "warm" and not target.exists() and _is_done(config, job) and kept.exists():
+    for job in (job for job in jobs if job.kind == "warm"):
+        target, kept = Path(job.info["run"]) / "init_model", _kept_warm(config, job)
+        if not target.exists() and kept.exists() and _is_done(config, job):
             shutil.copytree(kept, target)
             restored.append(job.name)
     return restored
@@ -426,6 +425,7 @@ def collect(config: ExperimentConfig, jobs: Sequence[Job]) -> Path:
     (out / "pools").mkdir(parents=True, exist_ok=True)
     index = out / "index.json"
     earlier = json.loads(index.read_text()).get("pools", []) if index.exists() else []
+    by_name = {job.name: job for job in jobs}
     records = []
     collected: set[str] = set()
     for job in jobs:
@@ -433,16 +433,20 @@ def collect(config: ExperimentConfig, jobs: Sequence[Job]) -> Path:
             continue
         eval_dir = Path(job.info["eval_dir"])
         pools = sorted(eval_dir.glob("pool_*.npy"))
+        job_records = []
         for pool_file in pools:
             label = pool_file.stem.removeprefix("pool_")
             key = f"{job.name.removeprefix('eval/').replace('/', '__').replace('@', '-')}__{label}"
             target = out / "pools" / f"{key}.npz"
             pool = load_pool(pool_file)
             save_pool(target, dataclasses.replace(pool, rewards=pool.rewards.astype(np.float32)))
-            records.append({**job.info, "job": job.name, "label": label, "pool": str(target.relative_to(out))})
+            job_records.append({**job.info, "job": job.name, "label": label, "pool": str(target.relative_to(out))})
         if not pools:  # evaluated in an earlier clone: its records and pools are already in out/
-            records += [r for r in earlier if r.get("job") == job.name and (out / r["pool"]).exists()]
-        if any(r.get("job") == job.name for r in records):
+            job_records = [r for r in earlier if r.get("job") == job.name and (out / r["pool"]).exists()]
+        records += job_records
+        # kept as done only once its run is finished: an unfinished run is redone whole in a fresh clone,
+        # and every checkpoint of it evaluated again, so no pool mixes two trajectories
+        if job_records and all(_is_done(config, by_name[name]) for name in job.after):
             collected.add(job.name)
             _keep_marker(config, job)
         run = job.info.get("run")
@@ -453,9 +457,13 @@ def collect(config: ExperimentConfig, jobs: Sequence[Job]) -> Path:
                 source = Path(run) / name
                 if source.exists():
                     shutil.copy2(source, run_out / name)
+    evaluations: dict[str, list[str]] = {}
+    for job in (job for job in jobs if job.kind == "eval"):
+        for name in job.after:
+            evaluations.setdefault(name, []).append(job.name)
     for job in jobs:
-        evaluations = [j.name for j in jobs if j.kind == "eval" and job.name in j.after]
-        if job.kind == "train" and _is_done(config, job) and evaluations and collected.issuperset(evaluations):
+        evaluated = evaluations.get(job.name, [])
+        if job.kind == "train" and _is_done(config, job) and evaluated and collected.issuperset(evaluated):
             _keep_marker(config, job)
         if job.kind == "warm" and config.keep_warm and _is_done(config, job):
             model, kept = Path(job.info["run"]) / "init_model", _kept_warm(config, job)
