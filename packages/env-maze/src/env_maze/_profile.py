@@ -57,7 +57,7 @@ MINIATURE_V2 = {
     "eval_steps": "50,150",
     # the model (2.5M parameters) of every run; RESULTS.md "Miniature v2" holds its calibration
     "train": "hidden_size=192 layers=4 heads=4",
-    # the warm-up of each warm start: 1000 x 32 demonstrations, about 90 (multi) / 65 (single) minutes of one
+    # the warm-up of each warm start: 1000 x 32 demonstrations, about 75 (multi) / 50 (single) minutes of one
     # CPU core; a GPU machine adds device=cuda (results/maze-v1-miniature-v2/gpu/run.sh). The GPU's 1000 x 64
     # starts of 2026-11-26 were lost with their machine; 1000 x 64 costs twice this on a CPU for +2 points
     # of validity (RESULTS.md "Miniature v2", calibration)

@@ -18,7 +18,8 @@ resumes what is not (a killed RL run resumes from its checkpoint; markers writte
 threads.
 
 The committed ``out/`` folder is the grid's state too: collecting writes ``out/done/`` markers for the
-evaluations whose pools it holds and for the runs all of whose evaluations it holds (and, with
+evaluations whose pools it holds once their run is finished, for the runs all of whose evaluations it
+holds (and, with
 ``keep_warm=true``, for the warm starts whose models it keeps in ``out/warm/``), so a fresh clone with
 an empty ``work/`` skips those jobs, restores the kept warm starts and runs only what is missing; its
 ``index.json`` keeps the records of those earlier pools.
