@@ -480,3 +480,57 @@ def test_an_unfinished_runs_evaluations_are_collected_but_not_kept_as_done(tmp_p
     index = json.loads(collect(config, list(jobs.values())).read_text())
     assert [record["job"] for record in index["pools"]] == ["eval/main/grpo-seed0@step5"]
     assert not (tmp_path / "out" / "done").exists()
+
+
+def test_a_run_that_runs_again_has_its_old_evaluations_redone(tmp_path, monkeypatch, capsys):
+    import subprocess
+
+    from vpo_core.adapters.local import experiment
+
+    config = ExperimentConfig(
+        env="maze-v1", methods="grpo", main_seeds=1, ablation_options="", steps=10, eval_steps="5",
+        work=str(tmp_path / "work"), out=str(tmp_path / "out"),
+    )  # fmt: skip
+    jobs = plan(config)
+    by_name = {job.name: job for job in jobs}
+    warm, run, step5 = (
+        by_name["main/warm-single-seed0"],
+        by_name["main/grpo-seed0"],
+        by_name["eval/main/grpo-seed0@step5"],
+    )
+    # an interrupted grid: the warm start finished, the run was stopped after its step-5 evaluation
+    for job in (warm, step5):
+        for marker in (experiment._marker(config, job), experiment._kept_marker(config, job)):
+            marker.parent.mkdir(parents=True, exist_ok=True)
+            marker.write_text(json.dumps({"args": job.args}))
+    (tmp_path / "out" / "warm" / "main__warm-single-seed0").mkdir(parents=True)
+    (tmp_path / "out" / "warm" / "main__warm-single-seed0" / "config.json").write_text("{}")
+    assert experiment._is_done(config, step5)  # its own marker says done ...
+    pending = [job.name for job in experiment.pending_jobs(config, jobs)]
+    assert step5.name in pending
+    assert run.name in pending
+    assert warm.name not in pending
+    assert experiment.main([f"{k}={v}" for k, v in [
+        ("env", "maze-v1"), ("methods", "grpo"), ("main_seeds", 1), ("ablation_options", ""), ("steps", 10),
+        ("eval_steps", 5), ("work", tmp_path / "work"), ("out", tmp_path / "out"), ("dry_run", "true"),
+    ]]) == 0  # fmt: skip
+    states = dict(line.split()[1::-1] for line in capsys.readouterr().out.splitlines())
+    assert states[step5.name] == "todo"
+    assert states[warm.name] == "done"
+
+    commands, marker_seen = [], []
+
+    def fake_run(command, stdout=None, stderr=None):
+        if not commands:
+            marker_seen.append(experiment._marker(config, step5).exists())
+        commands.append(command[3:])
+        return subprocess.CompletedProcess(command, 0)
+
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    experiment.run_jobs(config, jobs)
+    assert marker_seen == [False]  # removed before anything ran
+    assert step5.args in commands
+    assert run.args in commands
+    assert warm.args not in commands
+    assert not experiment._kept_marker(config, step5).exists()  # collect keeps it again once the run is done
+    assert "eval/main/grpo-seed0@step5: runs again" in capsys.readouterr().err

@@ -380,9 +380,33 @@ def _run_job(config: ExperimentConfig, job: Job) -> float:
     return seconds
 
 
+def pending_jobs(config: ExperimentConfig, jobs: Sequence[Job]) -> list[Job]:
+    """The jobs still to run: those not done, and those whose dependency runs again.
+
+    A run redone from scratch is a new trajectory, so the evaluations made of the old one (or a run made
+    from an old warm start) must not stand beside it: they run again too.
+    """
+    pending: list[Job] = []
+    names: set[str] = set()
+    for job in jobs:  # `plan` lists each job after its dependencies
+        if not _is_done(config, job) or names.intersection(job.after):
+            pending.append(job)
+            names.add(job.name)
+    return pending
+
+
 def run_jobs(config: ExperimentConfig, jobs: Sequence[Job]) -> None:
-    """Run the jobs `config.jobs` at a time, each after its dependencies; finished jobs are skipped."""
-    pending = [j for j in jobs if not _is_done(config, j)]
+    """Run the jobs `config.jobs` at a time, each after its dependencies; finished jobs are skipped.
+
+    A finished job that runs again because its dependency does (see `pending_jobs`) loses its markers
+    first, so that an interrupted grid does not count the old trajectory's evaluation as done.
+    """
+    pending = pending_jobs(config, jobs)
+    for job in pending:
+        if _is_done(config, job):
+            for marker in (_marker(config, job), _kept_marker(config, job)):
+                marker.unlink(missing_ok=True)
+            print(f"{job.name}: runs again, as a job it depends on does", file=sys.stderr)
     done = {j.name for j in jobs} - {j.name for j in pending}
     failed: set[str] = set()
     total = len(pending)
@@ -532,8 +556,9 @@ def main(argv: list[str] | None = None) -> int:
     if config.only == "warm":
         jobs = [job for job in jobs if job.kind == "warm" or str(job.info.get("method", "")).startswith("warm-")]
     if config.dry_run:
+        todo = {job.name for job in pending_jobs(config, jobs)}
         for job in jobs:
-            state = "done" if _is_done(config, job) else "todo"
+            state = "todo" if job.name in todo else "done"
             print(f"{state}  {job.name:40s} {' '.join(job.args)}")
         return 0
     try:
