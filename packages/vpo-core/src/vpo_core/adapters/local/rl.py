@@ -152,6 +152,7 @@ def update_policy(
     *,
     step: int,
     rng: np.random.Generator,
+    split_by_length: bool = True,
 ) -> dict[str, list[float]]:
     """PPO steps over ``config.mini_batches`` mini-batches of the rollouts, in an order drawn from `rng`.
 
@@ -164,6 +165,9 @@ def update_policy(
         config: The run's config (loss coefficients, mini-batches, gradient clip).
         step: The RL step (for messages).
         rng: The step's generator, after `sample_rollouts` drew the tasks.
+        split_by_length: Run each forward pass in parts of similar response length (`length_buckets`):
+            the same loss and gradients to float rounding, without padding every row to a rare long
+            sample. False: one padded pass per mini-batch.
 
     Returns:
         Each actor statistic's value per mini-batch (``actor/entropy`` empty if the model gives none).
@@ -172,33 +176,48 @@ def update_policy(
         NonFiniteLossError: If a loss or gradient norm is not finite; the model is not updated by it.
     """
     prompt_ids, response, mask = rollouts.prompt_ids, rollouts.response, rollouts.mask
+    lengths = mask.sum(dim=1).long()
     adv = torch.as_tensor(advantages.reshape(-1), dtype=torch.float32, device=policy.device)
     policy.model.eval()
     with torch.no_grad():
-        old_logp, _ = policy.log_probs(prompt_ids, response)
-        ref_logp, _ = reference.log_probs(prompt_ids, response)
+        old_logp = _log_probs_by_length(policy, prompt_ids, response, lengths, split=split_by_length)
+        ref_logp = _log_probs_by_length(reference, prompt_ids, response, lengths, split=split_by_length)
     policy.model.train()
     order = torch.as_tensor(rng.permutation(len(rollouts.texts)), device=policy.device)
     stats: dict[str, list[float]] = {name: [] for name in _ACTOR_STATS}
     for chunk in torch.chunk(order, config.mini_batches):
-        logp, entropy = policy.log_probs(prompt_ids[chunk], response[chunk], with_entropy=True)
-        loss, loss_stats = actor_loss(
-            logp,
-            old_logp[chunk],
-            ref_logp[chunk],
-            adv[chunk],
-            mask[chunk],
-            clip_ratio=config.clip_ratio,
-            clip_ratio_c=config.clip_ratio_c,
-            kl_coef=config.kl_coef,
-        )
-        if not torch.isfinite(loss):
-            raise NonFiniteLossError(
-                f"RL step {step}: the loss is {float(loss.detach())}; stopped before updating the model, so the last good "
-                "checkpoint is kept. Lower lr= or kl_coef=, or check the env's rewards."
-            )
+        # the mini-batch's token-mean loss, as a sum over parts of similar length weighted by their tokens
+        tokens = mask[chunk].sum().clamp(min=1)
         optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        totals = {"pg_loss": 0.0, "kl": 0.0, "pg_clipfrac": 0.0, "entropy": 0.0}
+        has_entropy = True
+        for rows in length_buckets(lengths, chunk) if split_by_length else [chunk]:
+            width = max(int(lengths[rows].max()), 1)
+            part_mask = mask[rows, :width]
+            logp, entropy = policy.log_probs(prompt_ids[rows], response[rows, :width], with_entropy=True)
+            loss, loss_stats = actor_loss(
+                logp,
+                old_logp[rows, :width],
+                ref_logp[rows, :width],
+                adv[rows],
+                part_mask,
+                clip_ratio=config.clip_ratio,
+                clip_ratio_c=config.clip_ratio_c,
+                kl_coef=config.kl_coef,
+            )
+            if not torch.isfinite(loss):
+                raise NonFiniteLossError(
+                    f"RL step {step}: the loss is {float(loss.detach())}; stopped before updating the model, so the "
+                    "last good checkpoint is kept. Lower lr= or kl_coef=, or check the env's rewards."
+                )
+            share = float(part_mask.sum()) / float(tokens)
+            (loss * share).backward()
+            for name in ("pg_loss", "kl", "pg_clipfrac"):
+                totals[name] += loss_stats[name] * share
+            if entropy is None:
+                has_entropy = False
+            else:
+                totals["entropy"] += float((entropy.detach() * part_mask).sum()) / float(tokens)
         grad_norm = torch.nn.utils.clip_grad_norm_(policy.model.parameters(), config.grad_clip)
         if not torch.isfinite(grad_norm):
             raise NonFiniteLossError(
@@ -206,15 +225,58 @@ def update_policy(
                 "last good checkpoint is kept. Lower lr= or check the env's rewards."
             )
         optimizer.step()
-        stats["actor/pg_loss"].append(loss_stats["pg_loss"])
-        stats["actor/kl_loss"].append(loss_stats["kl"])
-        stats["actor/pg_clipfrac"].append(loss_stats["pg_clipfrac"])
+        stats["actor/pg_loss"].append(totals["pg_loss"])
+        stats["actor/kl_loss"].append(totals["kl"])
+        stats["actor/pg_clipfrac"].append(totals["pg_clipfrac"])
         stats["actor/grad_norm"].append(float(grad_norm))
-        if entropy is not None:
-            token_entropy = (entropy.detach() * mask[chunk]).sum() / mask[chunk].sum().clamp(min=1)
-            stats["actor/entropy"].append(float(token_entropy))
+        if has_entropy:
+            stats["actor/entropy"].append(totals["entropy"])
     policy.model.eval()
     return stats
+
+
+def length_buckets(lengths: torch.Tensor, rows: torch.Tensor, *, min_saving: float = 0.25) -> list[torch.Tensor]:
+    """`rows` in at most two parts of similar response length, when that saves padded positions.
+
+    A batch is padded to its longest response, so one sample at the token budget makes every row cost
+    the budget. Splitting the rows sorted by length where ``k·len[k-1] + (n-k)·len[n-1]`` is least puts
+    the long tail in a part of its own; the loss, summed over parts weighted by their tokens, is the
+    same token-mean (`update_policy`).
+
+    Args:
+        lengths: Response lengths of every rollout, shape (N,).
+        rows: The rows to split (indices into `lengths`), shape (n,).
+        min_saving: Split only if it saves at least this share of the padded positions.
+
+    Returns:
+        One or two index tensors whose union is `rows`.
+    """
+    n = rows.numel()
+    if n < 2:
+        return [rows]
+    sorted_lengths, position = torch.sort(lengths[rows].clamp(min=1), stable=True)
+    longest = int(sorted_lengths[-1])
+    k = torch.arange(1, n, device=rows.device)
+    area = k * sorted_lengths[:-1] + (n - k) * longest
+    best = int(torch.argmin(area))
+    if float(area[best]) > (1.0 - min_saving) * n * longest:
+        return [rows]
+    split = best + 1
+    return [rows[position[:split]], rows[position[split:]]]
+
+
+def _log_probs_by_length(
+    policy: Policy, prompt_ids: torch.Tensor, response: torch.Tensor, lengths: torch.Tensor, *, split: bool
+) -> torch.Tensor:
+    """`Policy.log_probs` of every row, computed per `length_buckets` part; shape (N, L_response), 0 past each row's end."""
+    everything = torch.arange(response.shape[0], device=response.device)
+    if not split:
+        return policy.log_probs(prompt_ids, response)[0]
+    out = torch.zeros(response.shape, dtype=torch.float32, device=response.device)
+    for rows in length_buckets(lengths, everything):
+        width = max(int(lengths[rows].max()), 1)
+        out[rows, :width] = policy.log_probs(prompt_ids[rows], response[rows, :width])[0]
+    return out
 
 
 def step_metrics(
