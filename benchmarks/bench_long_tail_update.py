@@ -1,4 +1,4 @@
-"""Benchmark of one PPO update of the miniature v2 model when one rollout runs to the token budget.
+"""Benchmark of one PPO update (and the sampling) of the miniature v2 model when one rollout runs to the budget.
 
 Run with ``uv run python benchmarks/bench_long_tail_update.py``; prints a markdown table whose ratio is
 against the padded update (one pass per mini-batch, every row padded to the longest) measured in the
@@ -73,6 +73,23 @@ def main(prompts: int = 8, group_size: int = 8, budget: int = 384, repeats: int 
             f"| {label} | {int(lengths.max())} / {float(lengths.mean()):.0f} | {padded:.2f} | {split:.2f} | "
             f"{split / padded:.2f} |"
         )
+    lines += ["", "| sampling 8 × 8 at 384 tokens | longest / mean tokens | one pass s | tail continued alone s | ratio |",
+              "|---|---:|---:|---:|---:|"]  # fmt: skip
+    timings, sizes = {}, {}
+    for tail_after in (None, 128):
+        policy.tail_after = tail_after
+        best = float("inf")
+        for _ in range(repeats):
+            started = time.perf_counter()
+            _, _, sampled = policy.generate(
+                rendered, num_samples=group_size, max_new_tokens=budget, temperature=0.7, seed=0
+            )
+            best = min(best, time.perf_counter() - started)
+        timings[tail_after], lengths = best, (sampled != pad).sum(dim=1).float()
+        sizes[tail_after] = f"{int(lengths.max())} / {float(lengths.mean()):.0f}"
+    lines.append(
+        f"| as sampled | {sizes[128]} | {timings[None]:.2f} | {timings[128]:.2f} | {timings[128] / timings[None]:.2f} |"
+    )
     table = "\n".join(lines)
     print(table)
     return table

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import torch
 
 import vpo_core
 from vpo_core.adapters.local.policy import answer_stops, new_policy
@@ -57,3 +58,35 @@ def test_envs_without_a_fixed_answer_end_do_not_stop():
     assert defaults  # the other domains keep sampling to EOS
     for env_id in defaults:
         assert answer_stops(vpo_core.make(env_id), "multi", 3, True) == ()
+
+
+@pytest.mark.parametrize("stop_row", [None, 0, 3])
+def test_continuing_the_long_tail_alone_samples_what_one_pass_samples(stop_row):
+    """Greedy sampling (T -> 0) is deterministic, so sampling in two passes (every row up to `tail_after`
+    tokens, then the rows still writing) must give one pass's tokens exactly, stops across the seam included."""
+    policy = new_policy(TEXTS, vocab_size=300, hidden_size=32, layers=2, heads=2, seed=0, max_positions=128)
+    with torch.no_grad():  # large weights: the next token depends on the whole context, not a repeated one
+        for name, parameter in policy.model.named_parameters():
+            if "norm" not in name:
+                parameter.normal_(std=0.3)
+    pad = policy.tokenizer.pad_token_id
+
+    def greedy(tail_after):
+        policy.tail_after = tail_after
+        return policy.generate(["go left", "UP"], num_samples=3, max_new_tokens=24, temperature=1e-4, seed=0)
+
+    if stop_row is not None:  # a stop text that some rows write before the seam and some after it
+        free = greedy(None)[2]
+        row = free[stop_row][free[stop_row] != pad].tolist()
+        policy.stop_strings = (policy.tokenizer.decode(row[6:9]),)
+    one_texts, one_prompts, one = greedy(None)
+    for tail_after in (2, 4, 10):
+        texts, prompts, two = greedy(tail_after)
+        assert texts == one_texts
+        assert prompts.tolist() == one_prompts.tolist()
+        assert two.tolist() == one.tolist()
+    lengths = (one != pad).sum(dim=1).tolist()
+    assert max(lengths) == 24  # rows continued past every seam
+    assert len(set(one[:, 5].tolist())) > 1  # and what they wrote depends on their context
+    if stop_row is not None:
+        assert min(lengths) <= 9  # some stopped at the stop text: after seams 2 and 4, before 10
