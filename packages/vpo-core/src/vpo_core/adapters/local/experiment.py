@@ -14,8 +14,9 @@ Every job runs as a subprocess of the local engine's commands (``python -m vpo_c
 train|evaluate``, what ``apps/train.py`` and ``apps/evaluate.py`` run; no checkout needed) and leaves a
 ``done.json`` marker holding its command, so re-running the same command skips what is finished and
 resumes what is not (a killed RL run resumes from its checkpoint; markers written when jobs ran
-``apps/<command>.py`` by path still count). ``jobs=2`` runs two at a time, each on ``threads`` torch
-threads.
+``apps/<command>.py`` by path still count). A job whose dependency runs again runs again too (a warm
+start or run redone from scratch is a new trajectory; `pending_jobs`). ``jobs=2`` runs two at a time,
+each on ``threads`` torch threads.
 
 The committed ``out/`` folder is the grid's state too: collecting writes ``out/done/`` markers for the
 evaluations whose pools it holds once their run is finished, for the runs all of whose evaluations it
