@@ -190,9 +190,7 @@ def update_policy(
         tokens = mask[chunk].sum().clamp(min=1)
         optimizer.zero_grad(set_to_none=True)
         totals = {"pg_loss": 0.0, "kl": 0.0, "pg_clipfrac": 0.0, "entropy": 0.0}
-        has_entropy = True
-        for rows in length_buckets(lengths, chunk) if split_by_length else [chunk]:
-            width = max(int(lengths[rows].max()), 1)
+        for rows, width in _parts(lengths, chunk, split=split_by_length):
             part_mask = mask[rows, :width]
             logp, entropy = policy.log_probs(prompt_ids[rows], response[rows, :width], with_entropy=True)
             loss, loss_stats = actor_loss(
@@ -214,9 +212,7 @@ def update_policy(
             (loss * share).backward()
             for name in ("pg_loss", "kl", "pg_clipfrac"):
                 totals[name] += loss_stats[name] * share
-            if entropy is None:
-                has_entropy = False
-            else:
+            if entropy is not None:
                 totals["entropy"] += float((entropy.detach() * part_mask).sum()) / float(tokens)
         grad_norm = torch.nn.utils.clip_grad_norm_(policy.model.parameters(), config.grad_clip)
         if not torch.isfinite(grad_norm):
@@ -229,7 +225,7 @@ def update_policy(
         stats["actor/kl_loss"].append(totals["kl"])
         stats["actor/pg_clipfrac"].append(totals["pg_clipfrac"])
         stats["actor/grad_norm"].append(float(grad_norm))
-        if has_entropy:
+        if entropy is not None:  # the model gives entropies for every part or for none
             stats["actor/entropy"].append(totals["entropy"])
     policy.model.eval()
     return stats
@@ -265,16 +261,18 @@ def length_buckets(lengths: torch.Tensor, rows: torch.Tensor, *, min_saving: flo
     return [rows[position[:split]], rows[position[split:]]]
 
 
+def _parts(lengths: torch.Tensor, rows: torch.Tensor, *, split: bool) -> list[tuple[torch.Tensor, int]]:
+    """`rows` as (part, width) pairs: the `length_buckets` parts (all rows if not `split`), each with its longest response."""
+    parts = length_buckets(lengths, rows) if split else [rows]
+    return [(part, max(int(lengths[part].max()), 1)) for part in parts]
+
+
 def _log_probs_by_length(
     policy: Policy, prompt_ids: torch.Tensor, response: torch.Tensor, lengths: torch.Tensor, *, split: bool
 ) -> torch.Tensor:
-    """`Policy.log_probs` of every row, computed per `length_buckets` part; shape (N, L_response), 0 past each row's end."""
-    everything = torch.arange(response.shape[0], device=response.device)
-    if not split:
-        return policy.log_probs(prompt_ids, response)[0]
+    """`Policy.log_probs` of every row, computed per `_parts` part; shape (N, L_response), 0 past each part's width."""
     out = torch.zeros(response.shape, dtype=torch.float32, device=response.device)
-    for rows in length_buckets(lengths, everything):
-        width = max(int(lengths[rows].max()), 1)
+    for rows, width in _parts(lengths, torch.arange(response.shape[0], device=response.device), split=split):
         out[rows, :width] = policy.log_probs(prompt_ids[rows], response[rows, :width])[0]
     return out
 
