@@ -518,12 +518,15 @@ def test_a_run_that_runs_again_has_its_old_evaluations_redone(tmp_path, monkeypa
     assert states[step5.name] == "todo"
     assert states[warm.name] == "done"
 
-    commands, marker_seen = [], []
+    import threading
 
-    def fake_run(command, stdout=None, stderr=None):
-        if not commands:
-            marker_seen.append(experiment._marker(config, step5).exists())
-        commands.append(command[3:])
+    commands, marker_seen, lock = [], [], threading.Lock()
+
+    def fake_run(command, stdout=None, stderr=None):  # runs in two threads at once (jobs=2)
+        with lock:
+            if not commands:
+                marker_seen.append(experiment._marker(config, step5).exists())
+            commands.append(command[3:])
         return subprocess.CompletedProcess(command, 0)
 
     monkeypatch.setattr(subprocess, "run", fake_run)
