@@ -122,6 +122,56 @@ def test_rl_steps_change_the_model_and_resume_is_exact(tmp_path):
         run(parse_overrides([*TINY, "steps=2", "lr=0.1", f"out={resumed}"]))
 
 
+def test_a_stopped_warm_up_goes_on_from_its_last_save_and_ends_with_the_same_weights(tmp_path, monkeypatch, capsys):
+    import vpo_core.adapters.local.train as train_module
+    from vpo_core.adapters.local import warmup
+
+    warm = [*TINY, "warmup_steps=5", "warmup_save_every=2", "steps=0"]
+    one_go = tmp_path / "one_go"
+    run(parse_overrides([*warm, f"out={one_go}"]))
+    assert not (one_go / "warmup").exists()  # dropped once init_model is saved
+    expected = _params(one_go / "init_model")
+
+    stopped = tmp_path / "stopped"
+    real_warm_up = warmup.warm_up
+
+    def stop_after_step_3(*args, **kwargs):
+        def log(step, loss):
+            if step == 3:
+                raise KeyboardInterrupt
+
+        return real_warm_up(*args, **{**kwargs, "log": log})
+
+    monkeypatch.setattr(warmup, "warm_up", stop_after_step_3)
+    with pytest.raises(KeyboardInterrupt):
+        run(parse_overrides([*warm, f"out={stopped}"]))
+    monkeypatch.setattr(warmup, "warm_up", real_warm_up)
+    assert json.loads((stopped / "warmup" / "manifest.json").read_text()) == {"step": 2}
+    assert not (stopped / "init_model").exists()
+    capsys.readouterr()
+
+    run(parse_overrides([*warm, f"out={stopped}"]))  # the same command again
+    assert "resuming the warm-up" in capsys.readouterr().err
+    assert not (stopped / "warmup").exists()
+    resumed = _params(stopped / "init_model")
+    for key in expected:
+        torch.testing.assert_close(resumed[key], expected[key], rtol=0, atol=0)
+    losses = json.loads((stopped / "warmup_loss.json").read_text())
+    assert losses == json.loads((one_go / "warmup_loss.json").read_text())
+    assert train_module.RunDir(stopped).read_warmup() is None
+
+
+def test_a_damaged_warm_up_save_names_the_folder_to_delete(tmp_path):
+    from vpo_core.adapters.local.rundir import RunDirError
+
+    out = tmp_path / "run"
+    (out / "warmup").mkdir(parents=True)
+    (out / "warmup" / "manifest.json").write_text('{"step": 2}')
+    (out / "warmup" / "state.pt").write_bytes(b"not a torch file")
+    with pytest.raises(RunDirError, match=r"warmup is corrupt or unreadable.*delete .*warmup to restart the warm-up"):
+        run(parse_overrides([*TINY, "warmup_steps=5", "steps=0", f"out={out}"]))
+
+
 def test_identical_rewards_give_zero_advantage_and_no_policy_gradient():
     from vpo_core import compute_advantages
 

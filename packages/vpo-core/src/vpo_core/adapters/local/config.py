@@ -23,6 +23,7 @@ _INT_MIN = {
     "sample_threads": 1,
     "warmup_steps": 0,
     "warmup_batch": 1,
+    "warmup_save_every": 1,
     "steps": 0,
     "prompts_per_step": 1,
     "group_size": 1,
@@ -88,6 +89,7 @@ class TrainConfig:
     warmup_steps: int = option(300, "supervised warm-up steps on env.demonstration(...) (default model only)")
     warmup_batch: int = option(16, "warm-up batch size (examples)")
     warmup_lr: float = option(2e-3, "warm-up learning rate (AdamW, linear warm-up and decay)")
+    warmup_save_every: int = option(100, "save the warm-up every N steps (a stopped warm-up goes on from there)")
     # RL (the paper's loss: PPO-clip 0.2, dual clip 3.0, token-mean, low_var_kl 1e-3, AdamW, clip 1.0)
     steps: int = option(50, "RL steps (0: warm up, save init_model and stop, e.g. to share a warm start)")
     prompts_per_step: int = option(8, "prompts per RL step")
@@ -220,6 +222,7 @@ class TrainConfig:
             "logger",
             "steps",
             "save_every",
+            "warmup_save_every",
             "keep_steps",
             "eval_tasks",
             "eval_samples",

@@ -7,15 +7,16 @@ Layout::
     config.json        the run's TrainConfig (identity fields must match to resume)
     metrics.jsonl      one JSON record per RL step, each tagged with the run id
     warmup_loss.json   the warm-up loss of every step
+    warmup/            model/, state.pt, manifest.json: a warm-up in progress (removed once init_model is saved)
     init_model/        the warm-started (or given) model: the RL reference; its weights' digest is the run id
     checkpoint/        model/ (save_pretrained), state.pt (optimizer, step), manifest.json (step, run id)
     token_budget.json  the token budget per completion of RL and evaluation (apps/evaluate.py reuses it)
     eval_<name>.json   evaluation metrics of one model (``init``, ``final``), tagged with that model's digest
     report.md, report.json, training.png, best_at_k.png
 
-Guarantees: the checkpoint is replaced by a rename swap (``checkpoint.tmp`` written and
-fsynced, ``checkpoint`` -> ``checkpoint.old``, ``checkpoint.tmp`` -> ``checkpoint``), so a kill at any
-point leaves a complete copy that `recover` restores; ``init_model`` is written the same way; every
+Guarantees: the checkpoint (and the warm-up's, ``warmup/``) is replaced by a rename swap (``checkpoint.tmp``
+written and fsynced, ``checkpoint`` -> ``checkpoint.old``, ``checkpoint.tmp`` -> ``checkpoint``), so a kill at
+any point leaves a complete copy that `recover` restores; ``init_model`` is written the same way; every
 artefact records the run id (the digest of ``init_model``'s weights), so artefacts of another model
 are never reused (a stale ``eval_init.json`` is recomputed, a checkpoint of another init is refused);
 a truncated last line of ``metrics.jsonl`` (a kill mid-write) is dropped with a message; a corrupt
@@ -127,6 +128,11 @@ class RunDir:
     def checkpoint(self) -> Path:
         """``checkpoint/``."""
         return self.path / "checkpoint"
+
+    @property
+    def warmup_checkpoint(self) -> Path:
+        """``warmup/``: a warm-up in progress (model/, state.pt, manifest.json with the steps done)."""
+        return self.path / "warmup"
 
     @property
     def checkpoint_model(self) -> Path:
@@ -366,19 +372,22 @@ class RunDir:
 
     # --------------------------------------------------------------------------- checkpoints
     def recover(self, log: Log | None = None) -> None:
-        """Finish or undo a checkpoint swap that a kill interrupted (run before reading the checkpoint)."""
-        tmp, old = self.path / "checkpoint.tmp", self.path / "checkpoint.old"
-        complete_tmp = (tmp / "manifest.json").exists()
-        if not self.checkpoint.exists():
-            for candidate, what in ((tmp, "the new checkpoint"), (old, "the previous checkpoint")):
-                if (candidate / "manifest.json").exists() and (candidate is tmp or not complete_tmp):
-                    os.replace(candidate, self.checkpoint)
-                    if log is not None:
-                        log(f"recovered {what} of {self.path} (a run was stopped while replacing it)")
-                    break
-        for leftover in (tmp, old, self.path / "init_model.tmp"):
-            if leftover.exists():
-                shutil.rmtree(leftover, ignore_errors=True)
+        """Finish or undo a checkpoint swap that a kill interrupted (run before reading a checkpoint)."""
+        for target in (self.checkpoint, self.warmup_checkpoint):
+            tmp, old = target.with_name(target.name + ".tmp"), target.with_name(target.name + ".old")
+            complete_tmp = (tmp / "manifest.json").exists()
+            if not target.exists():
+                for candidate, what in ((tmp, f"the new {target.name}"), (old, f"the previous {target.name}")):
+                    if (candidate / "manifest.json").exists() and (candidate is tmp or not complete_tmp):
+                        os.replace(candidate, target)
+                        if log is not None:
+                            log(f"recovered {what} of {self.path} (a run was stopped while replacing it)")
+                        break
+            for leftover in (tmp, old):
+                if leftover.exists():
+                    shutil.rmtree(leftover, ignore_errors=True)
+        if (self.path / "init_model.tmp").exists():
+            shutil.rmtree(self.path / "init_model.tmp", ignore_errors=True)
 
     def has_checkpoint(self) -> bool:
         """Whether a complete checkpoint exists."""
@@ -395,20 +404,58 @@ class RunDir:
             step: Steps done.
             run_id: The run id (digest of ``init_model``).
         """
+        self._replace(self.checkpoint, save_model, state, {"step": step, "run_id": run_id})
+
+    def _replace(
+        self, target: Path, save_model: Callable[[Path], None], state: dict[str, Any], manifest: dict[str, Any]
+    ) -> None:
+        """Write model/, state.pt and manifest.json (last) beside `target`, fsync, then rename-swap it in."""
         import torch
 
-        tmp, old = self.path / "checkpoint.tmp", self.path / "checkpoint.old"
+        tmp, old = target.with_name(target.name + ".tmp"), target.with_name(target.name + ".old")
         shutil.rmtree(tmp, ignore_errors=True)
         save_model(tmp / "model")
         torch.save(state, tmp / "state.pt")
-        (tmp / "manifest.json").write_text(json.dumps({"step": step, "run_id": run_id}))
+        (tmp / "manifest.json").write_text(json.dumps(manifest))
         _fsync_tree(tmp)
         shutil.rmtree(old, ignore_errors=True)
-        if self.checkpoint.exists():
-            os.replace(self.checkpoint, old)
-        os.replace(tmp, self.checkpoint)
+        if target.exists():
+            os.replace(target, old)
+        os.replace(tmp, target)
         _fsync_dir(self.path)
         shutil.rmtree(old, ignore_errors=True)
+
+    # ------------------------------------------------------------------------ warm-up checkpoints
+    def save_warmup(self, save_model: Callable[[Path], None], state: dict[str, Any], *, step: int) -> None:
+        """Replace ``warmup/`` atomically with the model and warm-up state after `step` warm-up steps."""
+        self._replace(self.warmup_checkpoint, save_model, state, {"step": step})
+
+    def read_warmup(self, device: str = "cpu") -> dict[str, Any] | None:
+        """The saved warm-up state (optimizer, schedule, random states, losses, step), or None if there is none.
+
+        Raises:
+            RunDirError: If ``warmup/`` is damaged (naming it and what to do).
+        """
+        import torch
+
+        manifest = self.warmup_checkpoint / "manifest.json"
+        if not manifest.exists():
+            return None
+        fix = f"delete {self.warmup_checkpoint} to restart the warm-up from its first step."
+        try:
+            step = json.loads(manifest.read_text()).get("step")
+            state = torch.load(self.warmup_checkpoint / "state.pt", map_location=device, weights_only=False)
+        except Exception as exc:  # a bad JSON or torch file raises many types
+            raise RunDirError(
+                f"{self.warmup_checkpoint} is corrupt or unreadable ({type(exc).__name__}); {fix}"
+            ) from None
+        if not isinstance(state, dict) or state.get("step") != step or not isinstance(step, int):
+            raise RunDirError(f"{self.warmup_checkpoint}: its manifest and state.pt disagree on the step; {fix}")
+        return dict(state)
+
+    def drop_warmup(self) -> None:
+        """Remove ``warmup/`` (the warm-up is done and ``init_model`` saved)."""
+        shutil.rmtree(self.warmup_checkpoint, ignore_errors=True)
 
     def read_manifest(self) -> dict[str, Any]:
         """The checkpoint's step and run id.

@@ -270,7 +270,8 @@ def build_policy(state: RunState) -> tuple[Any, str, int]:
     """The policy to train, the run id and the first RL step.
 
     Resumes from the checkpoint if there is one; else reuses a saved ``init_model`` (a run stopped
-    before its first checkpoint), loads ``model=`` or builds and warms up the default model.
+    before its first checkpoint), loads ``model=`` or builds and warms up the default model (going on
+    from ``warmup/`` if a warm-up was stopped part-way).
 
     Returns:
         (policy, run id = digest of ``init_model``, first step).
@@ -303,27 +304,37 @@ def build_policy(state: RunState) -> tuple[Any, str, int]:
             policy = load_policy(config.model, config.device)
             run_id = run_dir.save_init_model(policy.save)
         return policy, run_id, 0
-    with state.timed("build"):
-        policy = new_policy(
-            _tokenizer_texts(state),
-            vocab_size=config.vocab_size,
-            hidden_size=config.hidden_size,
-            layers=config.layers,
-            heads=config.heads,
-            seed=config.seed,
-            max_positions=1024,
-            device=config.device,
-        )
-    n_params = sum(p.numel() for p in policy.model.parameters())
-    _log(f"built a {n_params / 1e6:.2f}M-parameter model and a {len(policy.tokenizer)}-token tokenizer")
+    resume = run_dir.read_warmup(config.device) if config.warmup_steps else None
+    if resume is not None:
+        _log(f"resuming the warm-up in {run_dir.warmup_checkpoint} at step {resume['step']} of {config.warmup_steps}")
+        with _quiet_hf():
+            policy = load_policy(run_dir.warmup_checkpoint / "model", config.device)
+    else:
+        with state.timed("build"):
+            policy = new_policy(
+                _tokenizer_texts(state),
+                vocab_size=config.vocab_size,
+                hidden_size=config.hidden_size,
+                layers=config.layers,
+                heads=config.heads,
+                seed=config.seed,
+                max_positions=1024,
+                device=config.device,
+            )
+        n_params = sum(p.numel() for p in policy.model.parameters())
+        _log(f"built a {n_params / 1e6:.2f}M-parameter model and a {len(policy.tokenizer)}-token tokenizer")
     if config.warmup_steps:
         with state.timed("warmup"):
             bar = _progress(config.warmup_steps, "warm-up")
+            bar.update(0 if resume is None else int(resume["step"]))
 
             def tick(step: int, loss: float) -> None:
                 bar.update(1)
                 if step % 10 == 0:
                     bar.set_postfix(loss=f"{loss:.3f}")
+
+            def save(warmup_state: dict[str, Any]) -> None:
+                run_dir.save_warmup(policy.save, warmup_state, step=int(warmup_state["step"]))
 
             losses = warm_up(
                 policy,
@@ -336,12 +347,16 @@ def build_policy(state: RunState) -> tuple[Any, str, int]:
                 lr=config.warmup_lr,
                 seed=config.seed,
                 log=tick,
+                resume=resume,
+                save=save,
+                save_every=config.warmup_save_every,
             )
             bar.close()
         state.run_dir.warmup_loss_file.write_text(json.dumps(losses))
         _log(f"warm-up done in {state.timings['warmup']:.0f}s (loss {losses[0]:.2f} -> {losses[-1]:.2f})")
     with _quiet_hf():
         run_id = run_dir.save_init_model(policy.save)
+    run_dir.drop_warmup()
     return policy, run_id, 0
 
 
@@ -535,10 +550,11 @@ def _remove_failed_start(path: Path, *, fresh: bool) -> None:
     """Remove the run directory a failed or interrupted start created (it holds no model yet).
 
     A folder left by a refused start would block the corrected retry ("holds a run with different
-    settings"); a directory that existed before this invocation, or that already holds the warm-started
-    model, is kept.
+    settings"); a directory that existed before this invocation, that already holds the warm-started
+    model or a saved part of its warm-up, is kept.
     """
-    if fresh and path.is_dir() and not RunDir(path).init_model.exists():
+    run_dir = RunDir(path)
+    if fresh and path.is_dir() and not run_dir.init_model.exists() and not run_dir.warmup_checkpoint.exists():
         shutil.rmtree(path, ignore_errors=True)
         _log(f"removed {path}: the run stopped before its warm-started model was saved")
 

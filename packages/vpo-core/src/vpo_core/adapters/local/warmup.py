@@ -4,6 +4,10 @@ Each example is a task's prompt (in the method's mode) followed by one demonstra
 from ``env.demonstration(task, mode=..., m=..., rng=...)``: the env writes complete completions in its
 own format (the default is its ``reference_completion``), so the engine knows nothing of any env's
 answer format.
+
+A warm-up can be saved every ``save_every`` steps (`save`) and resumed from such a state (`resume`):
+the optimizer, the schedule, the demonstration sampler's and torch's random states travel with it, so a
+resumed warm-up on the CPU ends with the weights of an uninterrupted one.
 """
 
 from __future__ import annotations
@@ -34,11 +38,31 @@ def warm_up(
     lr: float,
     seed: int,
     log: Callable[[int, float], None] | None = None,
+    resume: dict[str, Any] | None = None,
+    save: Callable[[dict[str, Any]], None] | None = None,
+    save_every: int = 100,
 ) -> list[float]:
     """Train on demonstrations with next-token cross-entropy on the completion tokens.
 
+    Args:
+        policy: The model and tokenizer to train (in place).
+        env: Renders the prompts and writes the demonstrations.
+        tasks: The training tasks; each step draws `batch_size` of them with replacement.
+        mode: ``"single"`` or ``"multi"``, the method's prompt mode.
+        m: Answers per completion in multi mode.
+        steps: Warm-up steps in all (a resumed warm-up runs the rest).
+        batch_size: Examples per step.
+        lr: Peak learning rate (linear warm-up over 20 steps, linear decay to 10 %).
+        seed: Seeds the demonstration sampler.
+        log: Called with (step, loss) after every step.
+        resume: A state `save` was given earlier (the policy already holds the weights saved with it):
+            the warm-up goes on from its step.
+        save: Called with the warm-up state (``step`` done, ``optimizer``, ``schedule``, ``rng``,
+            ``torch_rng``, ``losses``) every `save_every` steps, not after the last one.
+        save_every: Steps between saves.
+
     Returns:
-        The loss of every step.
+        The loss of every step (the resumed ones included).
     """
     rng = np.random.default_rng([seed, 7])
     tok = policy.tokenizer
@@ -46,8 +70,15 @@ def warm_up(
     optimizer = torch.optim.AdamW(policy.model.parameters(), lr=lr, weight_decay=0.01)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / 20) * max(0.1, 1 - s / steps))
     losses: list[float] = []
+    first = 0
+    if resume is not None:
+        optimizer.load_state_dict(resume["optimizer"])
+        schedule.load_state_dict(resume["schedule"])
+        rng.bit_generator.state = resume["rng"]
+        torch.set_rng_state(resume["torch_rng"])
+        losses, first = list(resume["losses"]), int(resume["step"])
     policy.model.train()
-    for step in range(steps):
+    for step in range(first, steps):
         batch = [tasks[int(i)] for i in rng.integers(len(tasks), size=batch_size)]
         texts, completions = [], []
         for task in batch:
@@ -69,6 +100,17 @@ def warm_up(
         losses.append(float(loss.detach()))
         if log is not None:
             log(step, losses[-1])
+        if save is not None and (step + 1) % save_every == 0 and step + 1 < steps:
+            save(
+                {
+                    "step": step + 1,
+                    "optimizer": optimizer.state_dict(),
+                    "schedule": schedule.state_dict(),
+                    "rng": rng.bit_generator.state,
+                    "torch_rng": torch.get_rng_state(),
+                    "losses": losses,
+                }
+            )
     policy.model.eval()
     return losses
 
