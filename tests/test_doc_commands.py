@@ -11,7 +11,7 @@ COMMAND = re.compile(r"uv run (apps/[\w/]+\.py)((?:\s+[^\s#`]+)*)")
 
 
 def _documented_commands() -> list[tuple[str, str, list[str]]]:
-    """Every `uv run apps/X.py args` in a tracked .md or .py file: (where, app path, argument tokens)."""
+    """Each documented app command in a tracked .md or .py file: (where, app path, argument tokens)."""
     tracked = subprocess.run(
         ["git", "ls-files", "*.md", "*.py"], cwd=ROOT, capture_output=True, text=True, check=True
     ).stdout.split()
