@@ -115,7 +115,7 @@ class TrainConfig:
     )
     stop_at_answer: bool = option(
         True,
-        "end each sample where the env's last answer closes (TextEnv.answer_stop, e.g. maze's </route_3>), as well as "
+        "end each sample where the env's last answer closes (its closing tag, TextEnv.answer_stop), as well as "
         "at EOS; false: sample to EOS or the token budget (a small policy under RL can stop writing EOS)",
     )
     save_every: int = option(10, "checkpoint every N steps (and at the end)")

@@ -426,9 +426,9 @@ class RunDir:
         shutil.rmtree(old, ignore_errors=True)
 
     # ------------------------------------------------------------------------ warm-up checkpoints
-    def save_warmup(self, save_model: Callable[[Path], None], state: dict[str, Any], *, step: int) -> None:
-        """Replace ``warmup/`` atomically with the model and warm-up state after `step` warm-up steps."""
-        self._replace(self.warmup_checkpoint, save_model, state, {"step": step})
+    def save_warmup(self, save_model: Callable[[Path], None], state: dict[str, Any]) -> None:
+        """Replace ``warmup/`` atomically with the model and the warm-up state (its ``step``: steps done)."""
+        self._replace(self.warmup_checkpoint, save_model, state, {"step": int(state["step"])})
 
     def read_warmup(self, device: str = "cpu") -> dict[str, Any] | None:
         """The saved warm-up state (optimizer, schedule, random states, losses, step), or None if there is none.

@@ -15,6 +15,7 @@ resumes from the last checkpoint.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import shutil
@@ -333,9 +334,6 @@ def build_policy(state: RunState) -> tuple[Any, str, int]:
                 if step % 10 == 0:
                     bar.set_postfix(loss=f"{loss:.3f}")
 
-            def save(warmup_state: dict[str, Any]) -> None:
-                run_dir.save_warmup(policy.save, warmup_state, step=int(warmup_state["step"]))
-
             losses = warm_up(
                 policy,
                 state.env,
@@ -348,7 +346,7 @@ def build_policy(state: RunState) -> tuple[Any, str, int]:
                 seed=config.seed,
                 log=tick,
                 resume=resume,
-                save=save,
+                save=functools.partial(run_dir.save_warmup, policy.save),
                 save_every=config.warmup_save_every,
             )
             bar.close()
