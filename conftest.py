@@ -1,10 +1,15 @@
-"""Session-wide test settings: no test may reach the network (Hugging Face libraries stay offline)."""
+"""Session-wide test settings: no test may reach the network (Hugging Face libraries stay offline).
+
+Fixtures for every package's tests: `fake_openai` (a local OpenAI-compatible server) and `smollm2` (the real
+SmolLM2-135M-Instruct checkpoint as an HF folder, converted once per cache by `vpo_core.checkpoints`).
+"""
 
 import json
 import os
 import threading
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -75,3 +80,14 @@ def fake_openai() -> Iterator[Callable[..., FakeOpenAI]]:
     yield start
     for server in servers:
         server.close()
+
+
+@pytest.fixture(scope="session")
+def smollm2() -> Path:
+    """The real SmolLM2-135M-Instruct HF folder (converted on first use, ~30 s); skips without the real-model group."""
+    from vpo_core.checkpoints import RealModelMissingError, smollm2_folder
+
+    try:
+        return smollm2_folder()
+    except RealModelMissingError as exc:
+        pytest.skip(str(exc))

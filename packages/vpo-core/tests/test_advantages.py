@@ -161,8 +161,9 @@ def test_vpo_scalar_converges_to_the_population_objective():
 
 
 # --------------------------------------------------------------------------------- properties
+# vpo_unshared keys each rollout's weighting by its position in the group: by design it does not permute
 @settings(max_examples=40, deadline=None)
-@given(st.sampled_from(sorted(METHODS)), st.integers(0, 2**31 - 1))
+@given(st.sampled_from(sorted(set(METHODS) - {"vpo_unshared"})), st.integers(0, 2**31 - 1))
 def test_advantages_permute_with_rollouts_and_groups(method, seed):
     rng = np.random.default_rng(seed)
     m = 1 if METHODS[method].mode == "single" else 3
@@ -188,8 +189,9 @@ def test_advantages_permute_with_rollouts_and_groups(method, seed):
     assert np.all(np.isfinite(base))
 
 
-@pytest.mark.parametrize("method", sorted(METHODS))
+@pytest.mark.parametrize("method", sorted(set(METHODS) - {"vpo_unshared"}))
 def test_identical_rollouts_get_zero_advantage(method):
+    # not vpo_unshared: it scores each rollout under a weighting of its own, so equal answers differ by design
     m = 1 if METHODS[method].mode == "single" else 3
     rewards = np.broadcast_to(np.array([0.2, 1.0, 0.0, 0.5]), (2, 8, m, 4)).copy()
     assert np.array_equal(
@@ -406,7 +408,7 @@ def test_eps_must_be_a_finite_non_negative_number(eps):
 
 
 @pytestmark_robust
-@pytest.mark.parametrize("method", sorted(METHODS))
+@pytest.mark.parametrize("method", sorted(set(METHODS) - {"vpo_unshared"}))
 @pytest.mark.parametrize("std", ["population", "unbiased"])
 def test_eps_zero_on_a_constant_group_gives_zeros(method, std):
     m = 1 if METHODS[method].mode == "single" else 3

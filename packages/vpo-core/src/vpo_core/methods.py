@@ -251,3 +251,12 @@ register_method("multi_rlvr", mode="multi", m=3, objective="multi_sum", normaliz
                 description="sum of w*·r over de-duplicated answers")  # fmt: skip
 register_method("vpo", mode="multi", m=3, objective="vpo", normalizer="zscore",
                 description="mean over K shared Dirichlet draws of best-of-m w·r")  # fmt: skip
+
+# Controls of the mechanism (issue 38; not methods of the paper): VPO with one thing about its weightings
+# changed. They run wherever a method runs (engines, tabular study, experiment grid).
+register_method("vpo_w_star_max", mode="multi", m=3, objective="vpo_w_star_max", normalizer="zscore",
+                description="control: VPO with its weightings replaced by w* (best-of-m w*·r)")  # fmt: skip
+register_method("vpo_k1", mode="multi", m=3, objective="vpo_one_draw", normalizer="zscore",
+                description="control: VPO with K = 1 group-shared Dirichlet draw")  # fmt: skip
+register_method("vpo_unshared", mode="multi", m=3, objective="vpo_unshared", normalizer="zscore",
+                description="control: VPO with one Dirichlet draw per rollout, not shared by the group")  # fmt: skip

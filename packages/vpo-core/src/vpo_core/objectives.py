@@ -239,3 +239,40 @@ def vpo_objective(r: NDArray[np.float64], inputs: ObjectiveInputs) -> NDArray[np
         weights = inputs.draw(d, inputs.num_weights, inputs.keys[block], draws)  # (b, K, d)
         out[block] = best_of_m_mean(r[block], weights[:, None])
     return out
+
+
+# --------------------------------------------------------------- the mechanism's controls (issue 38)
+# Each keeps VPO's m slots and its max over them and changes one thing about the weightings, so that
+# a run of it against VPO asks whether that thing matters (RESULTS.md, "the control").
+
+
+@register_objective("vpo_w_star_max")
+def vpo_w_star_max_objective(r: NDArray[np.float64], inputs: ObjectiveInputs) -> NDArray[np.float64]:
+    """VPO's set reward with its K random weightings replaced by w* alone: max_j w*·r_j, shape (B, G).
+
+    This is the limit of `vpo_objective` as alpha grows when w* is the uniform weighting (maze-v1's):
+    Dir(alpha·1_d) concentrates on (1/d, ..., 1/d), so every draw becomes w* (a test checks the
+    limit). It pays a set for its best answer under the one fixed scalarisation, with no incentive to
+    cover other weightings.
+    """
+    return best_of_m_mean(r, inputs.w_star[None, None, None, :])
+
+
+@register_objective("vpo_one_draw")
+def vpo_one_draw_objective(r: NDArray[np.float64], inputs: ObjectiveInputs) -> NDArray[np.float64]:
+    """VPO's set reward with K = 1: one group-shared weighting per group (VPO's first draw), shape (B, G)."""
+    weights = inputs.draw(r.shape[-1], 1, inputs.keys)  # (B, 1, d)
+    return best_of_m_mean(r, weights[:, None])
+
+
+@register_objective("vpo_unshared")
+def vpo_unshared_objective(r: NDArray[np.float64], inputs: ObjectiveInputs) -> NDArray[np.float64]:
+    """VPO's set reward under one weighting per rollout, not shared by its group, shape (B, G).
+
+    Rollout g of the group keyed ``key`` is scored under one draw keyed ``(key, "rollout", g)``, so
+    the rollouts a group compares were each scored under a different weighting.
+    """
+    n_groups, n_rollouts, _, d = r.shape
+    keys = [(key, "rollout", g) for key in inputs.keys for g in range(n_rollouts)]
+    weights = inputs.draw(d, 1, keys).reshape(n_groups, n_rollouts, 1, d)
+    return best_of_m_mean(r, weights)

@@ -188,6 +188,9 @@ def test_the_estimator_follows_the_methods_normaliser():
         "max_at_k": "max_at_k",
         "maxrl": "maxrl",
         "gdpo": "gdpo",
+        "vpo_w_star_max": "grpo_pop",
+        "vpo_k1": "grpo_pop",
+        "vpo_unshared": "grpo_pop",
     }
 
 

@@ -2,7 +2,7 @@
 
 `run_study` trains one tabular policy per (start, arm, seed) on the same candidates, evaluates it at
 the checkpoints (`evaluate_policy`) and keeps the per-(seed, task) values. An arm is a registered
-method (`vpo_core.METHODS`, its m from the registry) or a control of `train.CONTROLS`. `StudyResult`
+method (`vpo_core.METHODS`, its m from the registry; the mechanism's controls are registered there too). `StudyResult`
 turns them into intervals with the two-level (seed, task) bootstrap of `vpo_core.stats` and renders
 markdown tables and a JSON summary.
 """
@@ -20,7 +20,7 @@ from vpo_core.methods import get_method
 from vpo_core.stats import bootstrap_ci, paired_difference_ci
 from vpo_core.tabular.evaluate import EXPECTED_KS, evaluate_policy
 from vpo_core.tabular.table import Candidates, Start
-from vpo_core.tabular.train import CONTROLS, AdvantageFn, method_advantages, train_policy
+from vpo_core.tabular.train import AdvantageFn, method_advantages, train_policy
 
 __all__ = ["Arm", "StudyResult", "arm", "run_study"]
 
@@ -35,14 +35,11 @@ class Arm:
 
 
 def arm(name: str, *, w_star: NDArray[np.float64], task_ids: Sequence[str], num_weights: int = 100) -> Arm:
-    """The arm of a registered method or a control (`train.CONTROLS`, m = 3).
+    """The arm of a registered method (the mechanism's controls, e.g. ``vpo_w_star_max``, are methods too).
 
     Raises:
-        ValueError: For a name that is neither.
+        ValueError: For a name that is not registered.
     """
-    if name in CONTROLS:
-        factory = CONTROLS[name]
-        return Arm(name, 3, lambda seed: factory(w_star=w_star))
     spec = get_method(name)  # raises with the valid names
     return Arm(
         name,

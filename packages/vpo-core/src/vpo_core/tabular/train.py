@@ -17,15 +17,12 @@ from numpy.typing import NDArray
 
 from vpo_core.advantages import compute_advantages
 from vpo_core.methods import get_method
-from vpo_core.normalizers import group_zscore
 from vpo_core.tabular.policy import Adam, TabularPolicy
 from vpo_core.tabular.table import Candidates
 
 __all__ = [
-    "CONTROLS",
     "AdvantageFn",
     "Checkpoint",
-    "best_of_m_w_star_advantages",
     "dedupe_rollouts",
     "method_advantages",
     "train_policy",
@@ -85,24 +82,6 @@ def method_advantages(
         )
 
     return advantages
-
-
-def best_of_m_w_star_advantages(*, w_star: NDArray[np.float64]) -> AdvantageFn:
-    """A control, not a registered method: VPO's set reward with its K Dirichlet draws replaced by w* alone.
-
-    The rollout scalar is max_j w*·r_j, z-scored in the group. It pays a set only for its best answer
-    under the one fixed scalarisation, so it keeps VPO's "best of m" form but drops the incentive to
-    cover different weightings.
-    """
-
-    def advantages(rewards: NDArray[np.float64], keys: Sequence[str]) -> NDArray[np.float64]:
-        return group_zscore(np.max(rewards @ w_star, axis=-1))
-
-    return advantages
-
-
-CONTROLS: dict[str, Callable[..., AdvantageFn]] = {"vpo_w_star_max": best_of_m_w_star_advantages}
-"""Multi-answer controls by name: ``factory(w_star=...) -> AdvantageFn``."""
 
 
 def train_policy(
