@@ -145,7 +145,10 @@ def test_template_options_need_a_vllm_server_or_are_left_out(tmp_path, fake_open
     assert main([*argv, "--out", str(tmp_path / "a")]) == 1  # the fake server does not say it is vLLM
     assert "only vLLM takes chat template options" in capsys.readouterr().err
     assert main([*argv, "--out", str(tmp_path / "c"), "--server", "vllm"]) == 1  # vLLM, but the pre-fill is unknown
-    assert "pass tokenizer=" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "pass tokenizer=" in err
+    assert "cannot say what it pre-fills" in err
+    assert "/tokenize answered HTTP 404" in err  # the reason: the server has no vLLM /tokenize
     assert main([*argv, "--out", str(tmp_path / "b"), "--template-options", "none"]) == 0
     results = json.loads((tmp_path / "b" / "results.json").read_text())
     assert results["settings"]["chat_template_kwargs"] == {}

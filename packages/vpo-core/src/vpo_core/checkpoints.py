@@ -126,7 +126,7 @@ def _convert(gguf: Path, out: Path) -> None:
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
     model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
     # the weights are de-quantized already; newer transformers refuse to save a model still marked as GGUF
-    model.hf_quantizer = None
+    setattr(model, "hf_quantizer", None)  # noqa: B010 (typed as a Module attribute)
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
     # transformers' GGUF loader reads the tokenizer's eos as <|im_start|> (id 1), where the model's own

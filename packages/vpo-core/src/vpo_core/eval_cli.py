@@ -15,6 +15,13 @@ score the m candidates) and writes:
 ``--resume`` continues an interrupted evaluation in the same ``--out`` (tasks already in
 ``samples.jsonl`` are not sampled again; the settings must be the same). Needs only the standard
 library and numpy (vpo-core's base install): the sampler is `OpenAISampler`'s ``chat`` API.
+
+Chat-template options (maze's profile turns Qwen3's thinking off) go only to a vLLM server, and a
+template may pre-fill text the env scores (Qwen3's empty think block) that no answer contains: the
+pre-fill is learned from the vLLM server itself (its ``/tokenize`` and ``/detokenize`` endpoints,
+`vpo_core.chat_prefill`), so a pip user needs neither the checkpoint nor transformers. ``--tokenizer``
+takes it from a local tokenizer instead (a server without ``/tokenize``); ``results.json`` records
+which (``chat_template_prefill``).
 """
 
 from __future__ import annotations
@@ -113,7 +120,7 @@ def _parser() -> argparse.ArgumentParser:
         "--tokenizer",
         default=None,
         help="the served model's tokenizer directory: tells what its chat template pre-fills in the assistant "
-        "turn (needed with template options; loads transformers)",
+        "turn (loads transformers). Not needed with vLLM, whose /tokenize endpoint tells it",
     )
     p.add_argument("--resume", action="store_true", help="continue the evaluation in --out")
     return p
@@ -303,6 +310,14 @@ def _pools(tasks: Sequence[Any], done: dict[str, list[dict[str, Any]]], m: int) 
     return pools, errors
 
 
+def _prefill_note(sampler: Any) -> str:
+    """The log's words on the template's pre-fill (added before every completion), if there is one."""
+    source = {"server": "learned from the server's /tokenize", "tokenizer": "from --tokenizer"}
+    if sampler.prefill_source not in source:
+        return ""
+    return f"; the template pre-fills {sampler.prefill!r} ({source[sampler.prefill_source]})"
+
+
 def evaluate(args: argparse.Namespace) -> dict[str, Any]:
     """Run the evaluation of parsed `args`; returns what ``results.json`` holds.
 
@@ -349,7 +364,7 @@ def evaluate(args: argparse.Namespace) -> dict[str, Any]:
         f"vpo-eval: {sampler.model} on {env_id} {args.split}, {len(tasks)} tasks x {per_task * m} candidates "
         f"({args.mode}, m={m}: {per_task} completion(s) per task); temperature {settings['temperature']}, "
         f"top-p {settings['top_p']}, max_tokens {settings['max_tokens']}, chat template {settings['chat_template_kwargs']} "
-        f"(defaults from {env_id}'s evaluation profile)"
+        f"(defaults from {env_id}'s evaluation profile){_prefill_note(sampler)}"
     )
     done = _sample_all(sampler, env, tasks, settings, samples_file, resume=args.resume, batch=max(1, args.concurrency))
     pools, errors = _pools(tasks, done, m)
@@ -363,6 +378,7 @@ def evaluate(args: argparse.Namespace) -> dict[str, Any]:
         "metrics": metrics,
         "per_k": {str(k): {key: metrics.get(MetricName(stat, k)) for key, stat in stats.items()} for k in ks},
         "settings": settings,
+        "chat_template_prefill": {"text": sampler.prefill, "source": sampler.prefill_source},
         "unscorable_completions": errors,
         "missing_completions": int(getattr(sampler, "bad_completions", 0)),
         "versions": package_versions(),

@@ -272,6 +272,9 @@ class _Server:
 
             def do_POST(self):
                 payload = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if self.path not in ("/v1/chat/completions", "/v1/completions"):  # no vLLM /tokenize here
+                    self._send(404, {"detail": "Not Found"})
+                    return
                 owner.requests.append((self.path, payload, self.headers.get("Authorization")))
                 if owner.failures > 0:
                     owner.failures -= 1

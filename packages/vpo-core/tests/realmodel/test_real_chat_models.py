@@ -114,6 +114,16 @@ class FakeVllm:
                 fake.requests.append((self.path, payload))
                 chat = self.path.endswith("/chat/completions")
                 tok = fake.policy.tokenizer
+                if self.path in ("/tokenize", "/detokenize") and owner != "vllm":
+                    self._send(404, {"detail": "Not Found"})
+                    return
+                if self.path == "/tokenize":  # vLLM's, at the root: the ids of the rendered chat
+                    text = render_chat(tok, payload["messages"], payload.get("chat_template_kwargs"))
+                    self._send(200, {"tokens": tok.encode(text, add_special_tokens=False), "max_model_len": 256})
+                    return
+                if self.path == "/detokenize":
+                    self._send(200, {"prompt": tok.decode(payload["tokens"])})
+                    return
                 if chat:
                     prompt = render_chat(tok, payload["messages"], payload.get("chat_template_kwargs"))
                 else:
@@ -203,8 +213,18 @@ def test_every_sampler_returns_the_whole_assistant_turn(models, env, kind):
         for api in ("chat", "completions"):
             sampler = OpenAISampler(server.url, api=api, tokenizer=model_dir, chat_template_kwargs=kwargs)
             assert sampler.sample([sampler.prompt_text(messages)], **settings) == [turn] * 2, api
-        with pytest.raises(EndpointError, match="pass tokenizer="):  # the server's pre-fill cannot be seen
+        # no tokenizer: the pre-fill is learned from the server (vLLM's /tokenize and /detokenize)
+        sampler = OpenAISampler(server.url, api="chat", chat_template_kwargs=kwargs)
+        assert (sampler.prefill, sampler.prefill_source) == (PREFILL[kind], "server")
+        assert sampler.sample([sampler.prompt_text(messages)], **settings) == [turn] * 2
+    finally:
+        server.close()
+    server = FakeVllm(model_dir, owner="other")
+    try:
+        with pytest.raises(EndpointError, match="only vLLM takes chat template options"):
             OpenAISampler(server.url, api="chat", chat_template_kwargs=kwargs)
+        with pytest.raises(EndpointError, match="pass tokenizer="):  # vLLM by name, but no /tokenize to ask
+            OpenAISampler(server.url, api="chat", chat_template_kwargs=kwargs, server="vllm")
     finally:
         server.close()
 

@@ -37,6 +37,11 @@ class AnswerSearch:
         """The wrapped env's id."""
         return self.env.env_id
 
+    @property
+    def profile(self) -> Any:
+        """The wrapped env's profile (its chat-template options reach the search's model requests)."""
+        return self.env.profile
+
     def tasks(self, split: str) -> Sequence[Task[Any]]:
         """The wrapped env's tasks."""
         return self.env.tasks(split)

@@ -24,6 +24,7 @@ USAGE = """Test-time search: OpenEvolve with a served checkpoint on an env's har
 Commands: run (default), select, report. Options are key=value (see vpo_search.SearchConfig):
 problems=hardest|all|3,17 pools=<dirs or pool_*.npy> hardest_k=30 max_problems=32 iterations=200 m=3
 mode=multi|single budget_s=<seconds per problem> base_url= model= api_key= temperature=0.8 out=...
+chat_template_kwargs={} (default: the env profile's, sent to a vLLM server; {} sends none)
 Re-running the same command continues every unfinished search.
 """
 
@@ -71,8 +72,8 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(str(exc)) from None
     import vpo_core
     from vpo_search.adapter import AnswerSearch
-    from vpo_search.engine import SearchError, search_problem
-    from vpo_search.preflight import EndpointError, check_endpoint
+    from vpo_search.engine import SearchError, search_problem, template_options
+    from vpo_search.preflight import EndpointError, check_endpoint, check_template_options
     from vpo_search.protocol import check_searchable
     from vpo_search.selection import resolve_problems
 
@@ -114,6 +115,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if not options.skip_preflight:
             check_endpoint(options.base_url, options.served_model, options.api_key)
+            template_kwargs = template_options(env, options)
+            if template_kwargs:
+                prefill = check_template_options(
+                    options.base_url, options.served_model, options.api_key, template_kwargs
+                )
+                print(f"chat template options {template_kwargs}: the served template pre-fills {prefill!r}", flush=True)
         for number, task in enumerate(problems, start=1):
             status = search_problem(env, task, options, out)
             state = "solved" if status.solved else status.reason

@@ -8,6 +8,12 @@ T iterations is T model calls, m·T candidates and m·T OpenEvolve iterations. T
 one OpenEvolve built for the first iteration of its group; the prompts it builds for the other m − 1 are
 not sent (the ledger keeps the prompt that was).
 
+The env's chat-template options (`SearchContext.chat_template_kwargs`; Qwen3's thinking off) travel in each
+request as vLLM's ``chat_template_kwargs`` extra field, and the text the served template then pre-fills in
+the assistant turn (Qwen3's empty think block), which no server returns, is learned from the vLLM server
+(`vpo_core.chat_prefill.ServerPrefill`, the same code `vpo-eval` uses) and put before each completion: the
+env parses the whole assistant turn, as in training and evaluation.
+
 A candidate the completion lacks (malformed output) is handed out as an empty reply: OpenEvolve records
 that iteration as failed ("No valid code found"), and the ledger counts it as a failed candidate. A
 failed request is recorded as ``call_error``; after ``max_consecutive_errors`` failures in a row the feed
@@ -16,11 +22,13 @@ records ``abort`` and fails fast, and the search stops with a clear error.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from collections import deque
 from pathlib import Path
 from typing import Any
 
+from vpo_core.chat_prefill import ServerPrefill
 from vpo_search.context import SearchContext, load_context
 from vpo_search.ledger import Ledger
 from vpo_search.protocol import candidate_program
@@ -57,6 +65,7 @@ class CandidateFeed:
         self.last_usage: dict[str, Any] | None = None
         self._cfg = model_cfg
         self._inner: Any = None
+        self._prefill: ServerPrefill | None = None  # what the served template pre-fills (with template options)
         self._queue: deque[str | None] = deque()
         self._failures = 0
         self._aborted: str | None = None
@@ -67,7 +76,18 @@ class CandidateFeed:
         if self._inner is None:
             from openevolve.llm.openai import OpenAILLM
 
-            self._inner = OpenAILLM(self._cfg)
+            options = dict(load_context(self.state_dir).chat_template_kwargs or {})
+            if options:
+                self._inner = _with_template_options(OpenAILLM, options)(self._cfg)
+                self._prefill = ServerPrefill(
+                    self._cfg.api_base,
+                    model=self._cfg.name,
+                    chat_template_kwargs=options,
+                    api_key=self._cfg.api_key,
+                    timeout_s=min(float(self._cfg.timeout or 60), 60.0),
+                )
+            else:
+                self._inner = OpenAILLM(self._cfg)
         return self._inner
 
     async def generate(self, prompt: str, **kwargs: Any) -> str:
@@ -105,10 +125,15 @@ class CandidateFeed:
         seeds = [call_seed(context.seed, context.arm, context.task.id, call, j) for j in range(self._requests(context))]
         completions: list[str] = []
         usage: list[dict[str, Any] | None] = []
+        prefill = ""
         try:
+            llm = self._llm()
+            if self._prefill is not None:  # OpenEvolve's client sends the system message first, even an empty one
+                sent = [{"role": "system", "content": system_message}, *messages]
+                prefill = await asyncio.to_thread(self._prefill, sent)
             for seed in seeds:
-                text = await self._llm().generate_with_context(system_message, messages, seed=seed)
-                completions.append(text or "")
+                text = await llm.generate_with_context(system_message, messages, seed=seed)
+                completions.append(prefill + (text or ""))
                 usage.append(getattr(self._inner, "last_usage", None))
         except Exception as exc:
             self._failures += 1
@@ -131,6 +156,7 @@ class CandidateFeed:
                 "seeds": seeds,
                 "prompt": {"system": system_message, "messages": messages},
                 "completions": completions,
+                "prefill": prefill,
                 "candidates": candidates,
                 "errors": errors,
                 "usage": usage,
@@ -164,6 +190,22 @@ class CandidateFeed:
             programs.append(None)
             errors.append("missing")
         return programs, errors
+
+
+def _with_template_options(llm_class: Any, options: dict[str, Any]) -> Any:
+    """OpenEvolve's OpenAI client class, sending `options` as vLLM's ``chat_template_kwargs`` in each request.
+
+    OpenEvolve builds the request's fields itself (model, messages, sampling, seed) and has no option for
+    extra ones; its `_call_api` passes them to ``openai``'s ``chat.completions.create``, whose
+    ``extra_body`` adds fields to the JSON body.
+    """
+
+    class TemplateOptionsLLM(llm_class):
+        async def _call_api(self, params: dict[str, Any]) -> str:
+            extra = {**(params.get("extra_body") or {}), "chat_template_kwargs": dict(options)}
+            return str(await super()._call_api({**params, "extra_body": extra}))
+
+    return TemplateOptionsLLM
 
 
 def make_feed(state_dir: str, model_cfg: Any) -> CandidateFeed:

@@ -24,7 +24,11 @@ class SearchConfig:
 
     Model: one arm per run, the checkpoint behind an OpenAI-compatible endpoint (``base_url``, ``model``,
     ``api_key``); ``mode=multi`` asks for m candidates in the env's multi-answer format in one completion,
-    ``mode=single`` makes m single-answer requests per iteration.
+    ``mode=single`` makes m single-answer requests per iteration. Chat-template options
+    (``chat_template_kwargs``; default the env profile's, e.g. Qwen3's thinking off, as in training and
+    evaluation) travel in each request, which only a vLLM server takes, and what the template then pre-fills
+    in the assistant turn (Qwen3's empty think block) is learned from the server and put before each
+    completion; ``chat_template_kwargs={}`` sends none (any server).
 
     Feedback: ``feedback=public`` (default) shows the model, and lets the search select on, the env's
     public dimensions only (LiveCodeBench: the statement's examples); hidden tests score the final
@@ -50,6 +54,7 @@ class SearchConfig:
     temperature: float = 0.8
     top_p: float = 1.0
     max_tokens: int = 4096
+    chat_template_kwargs: dict[str, Any] | None = None  # None: the env profile's; {}: none (any server)
     request_timeout_s: int = 600
     retries: int = 2
     max_consecutive_errors: int = 5

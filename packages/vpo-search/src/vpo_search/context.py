@@ -32,6 +32,7 @@ class SearchContext:
         arm: The arm's label.
         feedback: ``"public"`` (the search sees the env's public dimensions only) or ``"all"``.
         stop_when_solved: Whether the model is called no more once a candidate solves the problem.
+        chat_template_kwargs: Chat-template options each model request sends (vLLM's extra field), or None.
     """
 
     env: SearchableEnv
@@ -44,6 +45,7 @@ class SearchContext:
     arm: str
     feedback: str = "public"
     stop_when_solved: bool = True
+    chat_template_kwargs: dict[str, Any] | None = None
 
     def save(self, root: Path) -> None:
         """Write the context to ``root/context.pkl`` (atomically).

@@ -34,12 +34,21 @@ from vpo_search.evaluator import EVALUATOR_TEMPLATE
 from vpo_search.ledger import Ledger, program_hash
 from vpo_search.protocol import SearchableEnv
 
-__all__ = ["RunStatus", "SearchError", "build_openevolve_config", "problem_dir", "search_problem", "user_template"]
+__all__ = [
+    "RunStatus",
+    "SearchError",
+    "build_openevolve_config",
+    "problem_dir",
+    "search_problem",
+    "template_options",
+    "user_template",
+]
 
 logger = logging.getLogger(__name__)
 
-_IDENTITY = ("env", "split", "arm", "model", "mode", "m", "seed", "task", "feedback")
-_BEFORE_OPTION = {"feedback": "all"}  # what a state directory written before an option existed ran with
+_IDENTITY = ("env", "split", "arm", "model", "mode", "m", "seed", "task", "feedback", "chat_template_kwargs")
+# what a state directory written before an option existed ran with (the client sent no template options)
+_BEFORE_OPTION: dict[str, Any] = {"feedback": "all", "chat_template_kwargs": {}}
 _EVOLUTION = """
 
 # Search so far
@@ -172,7 +181,19 @@ def _mode(options: SearchConfig) -> Mode:
     return cast("Mode", options.mode)
 
 
-def _identity(options: SearchConfig, task: Any) -> dict[str, Any]:
+def template_options(env: Any, options: SearchConfig) -> dict[str, Any]:
+    """The chat-template options of the search's model requests.
+
+    ``options.chat_template_kwargs`` if given, else the env profile's (Qwen3's thinking off for the paper's
+    Qwen3 envs, as in training and evaluation; `AnswerSearch` passes its env's profile on).
+    """
+    if options.chat_template_kwargs is not None:
+        return dict(options.chat_template_kwargs)
+    profile = getattr(env, "profile", None)
+    return dict(getattr(profile, "chat_template_kwargs", None) or {})
+
+
+def _identity(options: SearchConfig, task: Any, template_kwargs: dict[str, Any]) -> dict[str, Any]:
     values: dict[str, Any] = {
         "env": options.env,
         "split": options.split,
@@ -181,12 +202,14 @@ def _identity(options: SearchConfig, task: Any) -> dict[str, Any]:
     }
     values.update({"mode": options.mode, "m": options.m, "seed": options.seed, "task": task.id})
     values["feedback"] = options.feedback
+    values["chat_template_kwargs"] = template_kwargs
     return {key: values[key] for key in _IDENTITY}
 
 
 def _prepare(env: SearchableEnv, task: Any, options: SearchConfig, root: Path) -> SearchContext:
     root.mkdir(parents=True, exist_ok=True)
-    identity = _identity(options, task)
+    template_kwargs = template_options(env, options)
+    identity = _identity(options, task, template_kwargs)
     saved = root / "run.json"
     if saved.exists():
         before = json.loads(saved.read_text())
@@ -212,6 +235,7 @@ def _prepare(env: SearchableEnv, task: Any, options: SearchConfig, root: Path) -
         arm=options.arm,
         feedback=options.feedback,
         stop_when_solved=options.stop_when_solved,
+        chat_template_kwargs=template_kwargs or None,
     )
     context.save(root)
     forget_context(root)

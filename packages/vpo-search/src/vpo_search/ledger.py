@@ -4,7 +4,8 @@ Two append-only JSON-lines files in the run's state directory, written by whiche
 call or the evaluation (OpenEvolve runs them in worker processes), each line under an exclusive file
 lock so that lines from different processes never interleave:
 
-* ``calls.jsonl``: ``call`` (the prompt, the completion, its m candidate programs, token usage),
+* ``calls.jsonl``: ``call`` (the prompt, the completions as whole assistant turns, the chat template's
+  pre-fill they start with, the m candidate programs, token usage),
   ``call_error`` (the endpoint failed; no candidates), ``abort`` (too many failures in a row).
 * ``evals.jsonl``: ``eval`` (a program's sha256, rewards, verdicts, feedback, score, success) or
   ``eval_error``.

@@ -22,8 +22,10 @@ The whole assistant turn is returned, as by the in-process samplers: text the ch
 (Qwen3 with ``enable_thinking=False`` writes an empty think block into the generation prompt) is in
 the prompt, so no server returns it. With ``completions`` the prompt is rendered here and the pre-fill
 is known exactly. With ``chat`` the server renders the prompt; the pre-fill is taken from ``tokenizer=``
-(assumed to carry the served checkpoint's template), and without a tokenizer a request with template
-options is refused, since what the server's template pre-fills cannot be seen from its answers.
+when one is given (assumed to carry the served checkpoint's template), else learned from the vLLM
+server itself, per conversation, through its ``/tokenize`` and ``/detokenize`` endpoints
+(`vpo_core.chat_prefill`). A server that cannot say (no ``/tokenize``) gets no request with template
+options: the sampler is refused at construction, naming ``tokenizer=`` as the fix.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from vpo_core.adapters.local.samplers import template_prefill, with_prefill
+from vpo_core.chat_prefill import PROBE, PrefillError, ServerPrefill, served_by_vllm
 from vpo_core.types import Message
 
 __all__ = ["SERVERS", "VLLM_ONLY_FIELDS", "EndpointError", "OpenAISampler"]
@@ -61,7 +64,8 @@ class OpenAISampler:
         api_key: Sent as ``Authorization: Bearer``; ``vllm serve`` without ``--api-key`` accepts any.
         api: ``"chat"`` or ``"completions"``.
         tokenizer: A tokenizer (or a model directory holding one) to render prompts locally; needed
-            for ``api="completions"``.
+            for ``api="completions"``. With ``api="chat"`` it tells the template's pre-fill; without it a
+            vLLM server's ``/tokenize`` does.
         chat_template_kwargs: Extra variables of the chat template.
         timeout_s: Seconds per request.
         retries: Retries of a transient failure.
@@ -71,7 +75,8 @@ class OpenAISampler:
 
     Raises:
         EndpointError: For an unknown API or server kind, a missing tokenizer, an unreachable server, an
-            unknown model, or template options a non-vLLM chat server cannot take.
+            unknown model, template options a non-vLLM chat server cannot take, or a vLLM server that cannot
+            say what its template pre-fills (no ``/tokenize``) when no tokenizer is given.
     """
 
     def __init__(
@@ -115,22 +120,7 @@ class OpenAISampler:
         self.tokenizer = tokenizer
         rows = self._model_rows()
         served = [str(row.get("id")) for row in rows]
-        self.vllm = server == "vllm" or (server == "auto" and any(row.get("owned_by") == "vllm" for row in rows))
-        if api == "chat" and self.chat_template_kwargs:
-            if not self.vllm:
-                raise EndpointError(
-                    f"{self.base_url} is not a vLLM server (server={server}), and only vLLM takes chat template "
-                    f"options {self.chat_template_kwargs} in a chat request; use api=completions with tokenizer=<the "
-                    "checkpoint's directory> (the prompt is rendered here), or server=vllm if it is vLLM."
-                )
-            if tokenizer is None:
-                raise EndpointError(
-                    f"with chat template options {self.chat_template_kwargs} the server's template may pre-fill text "
-                    "in the assistant turn that no answer contains (Qwen3 with enable_thinking=False: an empty think "
-                    "block), yet the env scores it; pass tokenizer=<the checkpoint's directory> so it is known, or "
-                    "use api=completions."
-                )
-        self.prefill = template_prefill(tokenizer, self.chat_template_kwargs) if tokenizer is not None else ""
+        self.vllm = server == "vllm" or (server == "auto" and served_by_vllm(rows))
         if model is None:
             if not served:
                 raise EndpointError(f"{self.base_url}/models lists no model; pass served_model=<name>.")
@@ -140,6 +130,42 @@ class OpenAISampler:
         self.model = model
         self.bad_completions = 0
         self._lock = threading.Lock()
+        self._server_prefill: ServerPrefill | None = None
+        # the template's pre-fill (of the probe conversation when learned from the server), and where it comes
+        # from: "tokenizer", "server" (vLLM's /tokenize, asked again per conversation) or "none" (no options)
+        self.prefill = template_prefill(tokenizer, self.chat_template_kwargs) if tokenizer is not None else ""
+        self.prefill_source = "tokenizer" if tokenizer is not None and self.chat_template_kwargs else "none"
+        if api == "chat" and self.chat_template_kwargs:
+            if not self.vllm:
+                raise EndpointError(
+                    f"{self.base_url} is not a vLLM server (server={server}), and only vLLM takes chat template "
+                    f"options {self.chat_template_kwargs} in a chat request; use api=completions with tokenizer=<the "
+                    "checkpoint's directory> (the prompt is rendered here), or server=vllm if it is vLLM."
+                )
+            if tokenizer is None:
+                self._server_prefill = ServerPrefill(
+                    self.base_url,
+                    model=model,
+                    chat_template_kwargs=self.chat_template_kwargs,
+                    api_key=api_key,
+                    timeout_s=min(timeout_s, 60.0),
+                    retries=retries,
+                )
+                self.prefill = self._learned_prefill(PROBE)
+                self.prefill_source = "server"
+
+    def _learned_prefill(self, messages: Sequence[Any]) -> str:
+        """The served template's pre-fill for `messages`, asked of the vLLM server."""
+        assert self._server_prefill is not None
+        try:
+            return self._server_prefill(messages)
+        except PrefillError as exc:
+            raise EndpointError(
+                f"with chat template options {self.chat_template_kwargs} the server's template may pre-fill text "
+                "in the assistant turn that no answer contains (Qwen3 with enable_thinking=False: an empty think "
+                f"block), yet the env scores it, and the server cannot say what it pre-fills ({exc}); pass "
+                "tokenizer=<the checkpoint's directory> so it is known, or use api=completions."
+            ) from None
 
     # ------------------------------------------------------------------------------- HTTP
     def _request(self, path: str, payload: dict[str, Any] | None = None) -> Any:
@@ -259,11 +285,17 @@ class OpenAISampler:
                 top_p=top_p,
                 seed=base + i,
             )
-            return self._texts(self._request(path, payload), num_samples)
+            texts = self._texts(self._request(path, payload), num_samples)
+            if self.api == "chat":  # the server rendered the template: every prompt carries its pre-fill
+                prefill = (
+                    self.prefill if self._server_prefill is None else self._learned_prefill(json.loads(prompts[i]))
+                )
+                texts = [prefill + text for text in texts]
+            return texts
 
         with ThreadPoolExecutor(max_workers=max(1, min(self.max_workers, len(prompts)))) as pool:
             results = list(pool.map(one, range(len(prompts))))
         texts = [text for texts in results for text in texts]
-        if self.api == "chat":  # the server rendered the template: every prompt carries its pre-fill
-            return [self.prefill + text for text in texts]
+        if self.api == "chat":
+            return texts
         return with_prefill(prompts, texts, num_samples, self.prefill)
