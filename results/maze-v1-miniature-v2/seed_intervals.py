@@ -1,7 +1,8 @@
 """One run's own figures, with intervals over the test mazes, from its committed pool.
 
 `summary.json` pools an arm's seeds; RESULTS.md quotes single seeds of the random start from this
-(same per-task metrics and bootstrap as the summary; one seed, so the interval resamples mazes only).
+(same per-task metrics as the summary; one seed, so the interval is `vpo_core.stats.seed_interval`'s
+task bootstrap: it resamples mazes only and is marked "one seed: task-level only").
 
     uv run python results/maze-v1-miniature-v2/seed_intervals.py random__vpo-seed1__vpo-seed1 multi
 """
@@ -12,7 +13,7 @@ from pathlib import Path
 from vpo_core.adapters.local.experiment_report import per_task_metrics
 from vpo_core.evaluation.pool_file import load_pool
 from vpo_core.registry import make
-from vpo_core.stats import bootstrap_ci
+from vpo_core.stats import seed_interval
 
 METRICS = ("valid", "diversity_valid", "distinct_valid", "pareto_covered", "best@1", "best@3", "best@30", "E_w[best@5]")
 
@@ -22,8 +23,7 @@ def main(pool_name: str, mode: str) -> None:
     pool = load_pool(Path(__file__).parent / "pools" / f"{pool_name}.npz")
     per_task = per_task_metrics(make("maze-v1"), pool.rewards, mode=mode)
     for name in METRICS:
-        ci = bootstrap_ci(per_task[name])
-        print(f"{name}: {ci.estimate:.3f} [{ci.low:.3f}, {ci.high:.3f}]")
+        print(f"{name}: {seed_interval(per_task[name])}")
 
 
 if __name__ == "__main__":

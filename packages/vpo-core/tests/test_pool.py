@@ -109,6 +109,17 @@ def _legacy(env, tasks, rewards, mode, num_weights=100):
     out["diversity_valid"] = float(
         np.mean([reward_diversity(np.array(rows)) if len(rows) >= 2 else 0.0 for rows in valid_rows])
     )
+    # where the pool fails: tasks without a valid candidate, and best@k split over reached / unreached tasks
+    reached = [bool(rows) for rows in valid_rows]
+    out["no_valid"] = reached.count(False) / n_tasks
+    for k in KS:
+        if f"best@{k}" not in out:
+            continue
+        per_task = best_at_k_chains(scores, k) if mode == "multi" else best_at_k(scores[:, :, 0], k)
+        for part, wanted in (("reached", True), ("unreached", False)):
+            chosen = [v for v, r in zip(per_task, reached, strict=True) if r is wanted]
+            if chosen:
+                out[f"best@{k}|{part}"] = float(np.mean(chosen))
     # the pool metrics added later, by brute force: enumerate k-subsets of chains / candidates, compare pairs
     for k in KS:
         if k <= n:
@@ -257,3 +268,56 @@ def test_a_k_larger_than_the_pool_is_reported_not_silently_dropped(caplog):
     assert "best@5" in got
     assert "best@10" not in got
     assert "k = 10, 30 are not reported: the smallest pool has 7 candidates" in caplog.text
+
+
+def test_pareto_points_with_non_dyadic_coordinates_are_found_in_float32_pools():
+    # Pools are saved in float32 and the solver's fronts are float64: 0.2 stored as float32 is 0.2 + 3e-9, which
+    # an exact (1e-9) comparison never matched, so such Pareto points counted as missing.
+    import vpo_core
+    from vpo_core.evaluation.metrics import task_pool_metrics, validity_metrics
+
+    env = vpo_core.make("maze-v1")
+    task = next(t for t in env.tasks("test") if np.any(env.pareto_front(t).astype(np.float32) != env.pareto_front(t)))
+    front = env.pareto_front(task)
+    pool = front.astype(np.float32)[:, None, :]  # every Pareto point once, as a saved pool holds it
+    assert task_pool_metrics(env, task, pool, mode="single", ks=(1,))["pareto_covered"] == 1.0
+    point = np.array([[1.0, 0.4, 0.2, 1.0]])
+    assert validity_metrics(point.astype(np.float32), point)["pareto_covered"] == 1.0
+    assert validity_metrics(point.astype(np.float32) + 1e-4, point)["pareto_covered"] == 0.0  # a near miss is a miss
+    assert validity_metrics(np.array([[3.0, 7.3]], dtype=np.float32), np.array([[3.0, 7.3]]))["pareto_covered"] == 1.0
+
+
+def test_no_valid_and_best_at_k_split_by_reach():
+    env = ToyEnv()
+    tasks = env.tasks("test")
+    rng = np.random.default_rng(8)
+    rewards = rng.integers(1, 3, size=(len(tasks), 6, 1, 3)) / 2.0
+    rewards[1] = 0.0  # task 1: no valid candidate
+    rewards[3, :, :, :] = 0.0
+    rewards[3, 0, 0] = [0.0, 0.5, 0.0]  # task 3: one valid candidate (not all-zero) is enough to reach it
+    rows = [task_pool_metrics(env, t, p, mode="single", ks=(1, 5)) for t, p in zip(tasks, rewards, strict=True)]
+    assert [row["no_valid"] for row in rows] == [0.0, 1.0, 0.0, 0.0, 0.0]
+    got = pool_summary(env, tasks, list(rewards), per_task=rows, mode="single", ks=(1, 5))
+    assert got["no_valid"] == pytest.approx(1 / 5)
+    best5 = np.array([row["best@5"] for row in rows])
+    assert got["best@5|reached"] == pytest.approx(best5[[0, 2, 3, 4]].mean())
+    assert got["best@5|unreached"] == pytest.approx(best5[1])
+    assert got["best@5"] == pytest.approx((4 * got["best@5|reached"] + got["best@5|unreached"]) / 5)
+    all_reached = pool_summary(env, [tasks[0], tasks[2]], list(rewards[[0, 2]]), mode="single", ks=(1,))
+    assert all_reached["no_valid"] == 0.0
+    assert "best@1|unreached" not in all_reached  # no such task: left out, not NaN
+
+
+def test_split_by_reach_parts_add_up_and_check_their_input():
+    from vpo_core.evaluation.metrics import split_by_reach
+
+    values = np.array([[0.5, -0.2, 0.1], [0.3, 0.0, 0.4]])
+    reached = np.array([[True, False, True], [False, False, True]])
+    parts = split_by_reach(values, reached)
+    np.testing.assert_array_equal(parts["reached"], [[0.5, 0.0, 0.1], [0.0, 0.0, 0.4]])
+    np.testing.assert_array_equal(parts["unreached"], [[0.0, -0.2, 0.0], [0.3, 0.0, 0.0]])
+    np.testing.assert_allclose(parts["reached"] + parts["unreached"], values)
+    with pytest.raises(ValueError, match="shape"):
+        split_by_reach(values, reached[:1])
+    with pytest.raises(ValueError, match="booleans"):
+        split_by_reach(values, values)

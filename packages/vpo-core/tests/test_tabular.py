@@ -217,3 +217,67 @@ def test_text_env_hooks_default_to_none():
     task = env.tasks("test")[0]
     assert env.pareto_front(task) is None
     assert env.outcome_table(task) is None
+
+
+# ------------------------------------------------------------------ the mechanism's controls (issue 38)
+CONTROLS = ("vpo_w_star_max", "vpo_k1", "vpo_unshared")
+
+
+def test_controls_on_a_group_of_identical_rollouts():
+    """VPO and its shared-weighting controls give a group of identical sets no advantage; the unshared
+    control scores each rollout under its own weighting, so identical sets get non-zero advantages (by
+    design: it is not permutation-equivariant), zero-mean in the group and fixed by (seed, key)."""
+    rng = np.random.default_rng(5)
+    one_set = rng.random((1, 1, 3, 3))
+    rewards = np.broadcast_to(one_set, (2, 8, 3, 3)).copy()  # 2 groups of 8 copies of one set
+    keys = ["0:t0", "0:t1"]
+    for name in ("vpo", "vpo_w_star_max", "vpo_k1"):
+        fn = method_advantages(name, w_star=W, seed=0, task_ids=["t0", "t1"])
+        np.testing.assert_array_equal(fn(rewards, keys), 0.0)
+    unshared = method_advantages("vpo_unshared", w_star=W, seed=0, task_ids=["t0", "t1"])
+    advantages = unshared(rewards, keys)
+    assert advantages.shape == (2, 8)
+    assert np.all(np.abs(advantages).max(axis=1) > 0.5)  # z-scored noise, not zero
+    np.testing.assert_allclose(advantages.mean(axis=1), 0.0, atol=1e-12)
+    np.testing.assert_array_equal(advantages, unshared(rewards, keys))  # keyed, so reproducible
+    assert not np.array_equal(advantages, unshared(rewards, ["1:t0", "1:t1"]))  # fresh draws every step
+    other_seed = method_advantages("vpo_unshared", w_star=W, seed=1, task_ids=["t0", "t1"])
+    assert not np.array_equal(advantages, other_seed(rewards, keys))
+
+
+@pytest.mark.parametrize("name", CONTROLS)
+def test_each_control_trains_deterministically_and_differs_from_vpo(name):
+    candidates = _candidates(variants=2)
+    prior = Start("s", 0.5).prior(candidates)
+
+    def run(method: str):
+        fn = method_advantages(method, w_star=W, seed=2, task_ids=candidates.task_ids)
+        (last,) = train_policy(candidates, prior, m=3, advantage_fn=fn, steps=30, checkpoints=[30], seed=2)
+        return last.policy
+
+    first, second, vpo = run(name), run(name), run("vpo")
+    np.testing.assert_array_equal(first.a, second.a)
+    np.testing.assert_array_equal(first.b, second.b)
+    assert not np.allclose(first.a, vpo.a)  # same rollout seed, another advantage rule
+
+
+def test_seed_means_are_the_per_seed_task_means():
+    candidates = _candidates()
+    arms = [arm(name, w_star=W, task_ids=candidates.task_ids) for name in ("vpo", *CONTROLS)]
+    result = run_study(
+        candidates, w_star=W, starts=[Start("s", 0.5)], arms=arms, seeds=[0, 1, 2], steps=4, checkpoints=[4],
+        n_candidates=60,
+    )  # fmt: skip
+    for name in ("vpo", *CONTROLS):
+        means = result.seed_means("s", name, 4, "e_w_best_at_5")
+        assert means.shape == (3,)
+        np.testing.assert_allclose(means, result.metric("s", name, 4, "e_w_best_at_5").mean(axis=1))
+    np.testing.assert_allclose(
+        result.seed_means("s", "vpo_k1", 4, "best_at_k", k=3), result.metric("s", "vpo_k1", 4, "best_at_k", 3).mean(1)
+    )
+    paired = result.paired("vpo", "s", 4, "e_w_best_at_5")
+    assert set(paired) == set(CONTROLS)
+    for name, cell in paired.items():
+        diff = result.seed_means("s", "vpo", 4, "e_w_best_at_5") - result.seed_means("s", name, 4, "e_w_best_at_5")
+        assert cell["estimate"] == pytest.approx(diff.mean())
+        assert cell["low"] <= cell["estimate"] <= cell["high"]

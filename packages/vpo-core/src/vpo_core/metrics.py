@@ -4,20 +4,29 @@ pass@k, best@k (iid and multi-answer chains), E_w[best@k], reward-space diversit
 collinearity; chain-level and solution-level pass@k and the Pareto fraction of a pool.
 
 Every estimator is exact and unbiased for sampling without replacement from the pool, computed in
-float64 with stable weights; none of them resamples.
+float64 with stable weights; none of them resamples. E_w[best@k] is an integral over the simplex:
+by default it is taken on `EXPECTED_WEIGHTS` scrambled Sobol points mapped to Dir(1)
+(`evaluation_weights`), within about 0.002 of the exact integral on maze pools. The fixed set of 100
+iid draws used before sat 0.013-0.018 below it (that set's mean is (0.249, 0.299, 0.231, 0.222)).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from vpo_core._checks import finite_array
+from vpo_core.qmc import MAX_SOBOL_DIM, sobol_weights
 from vpo_core.weights import dirichlet_weights
 
+EXPECTED_WEIGHTS = 256
+"""Weight points of E_w[best@k] by default: 2^8 scrambled Sobol points (error <= ~0.002 on maze pools)."""
+
 __all__ = [
+    "EXPECTED_WEIGHTS",
     "best_at_k",
     "best_at_k_chains",
     "best_at_k_curve",
@@ -25,6 +34,7 @@ __all__ = [
     "best_at_k_weights",
     "chain_pass_at_k",
     "collinearity",
+    "evaluation_weights",
     "expected_best_at_k",
     "pareto_fraction",
     "pass_at_k",
@@ -249,14 +259,46 @@ def best_at_k_chains(chain_scores: ArrayLike, k: int) -> NDArray[np.float64] | f
     sorted_full = np.take_along_axis(full, order, axis=-1)  # (..., n)
     position = np.empty_like(order)
     np.put_along_axis(position, order, np.arange(n), axis=-1)  # rank of chain p in sorted order
-    # F^{(-p)}: the sorted list without chain p's own entry, shape (..., n, n-1)
-    j = np.arange(n - 1)
-    pick = j[None, :] + (j[None, :] >= position[..., :, None])
-    others = np.take_along_axis(sorted_full[..., None, :].repeat(n, axis=-2), pick, axis=-1)
+    # F^{(-p)} is the sorted list without chain p's own entry: sorted entry i has rank i among the other
+    # chains below p's position q and rank i - 1 above it, so it gets the weight u[i] or u[i - 1] (none at q);
+    # max(·, P_p) keeps the order, so best@(c-1) of the others against P_p is one weighted sum per p
     u = best_at_k_weight_rows(n - 1, np.array([c - 1]))[0]  # C(i-1, c-2)/C(n-1, c-1)
-    values = np.maximum(others, partial[..., :, None]) @ u  # (..., n)
+    q, i = np.arange(n)[:, None], np.arange(n)[None, :]
+    rank_weights = np.where(i < q, u[np.minimum(i, n - 2)], np.where(i > q, u[np.maximum(i - 1, 0)], 0.0))  # (q, i)
+    values = np.einsum(
+        "...pi,...pi->...p", np.maximum(sorted_full[..., None, :], partial[..., :, None]), rank_weights[position]
+    )  # (..., n)
     result = values.mean(axis=-1)
     return float(result) if np.ndim(result) == 0 else result
+
+
+def evaluation_weights(d: int, num_weights: int = EXPECTED_WEIGHTS, *, seed: int = 0) -> NDArray[np.float64]:
+    """The weights E_w[best@k] averages over: a quasi-Monte Carlo Dir(1) set, the same in every process.
+
+    Scrambled Sobol points mapped onto the simplex (`vpo_core.qmc.sobol_weights`, key
+    ``"expected_best_at_k"``) for d <= 21, iid Dir(1) draws (`dirichlet_weights`) above. Every point
+    is marginally Dir(1) and the set is stratified, so the average is much closer to the integral
+    over Dir(1) than iid draws of the same size (use a power of two).
+
+    Args:
+        d: Number of reward dimensions.
+        num_weights: K, the number of weight vectors.
+        seed: Seed of the scramble (or of the iid draws).
+
+    Returns:
+        Weights, shape (K, d), each row non-negative and summing to 1.
+    """
+    if isinstance(num_weights, bool) or not isinstance(num_weights, int | np.integer) or num_weights < 1:
+        raise ValueError(f"num_weights must be a positive int, got {num_weights!r}.")
+    return _evaluation_weights(int(d), int(num_weights), int(seed)).copy()
+
+
+@functools.lru_cache(maxsize=64)
+def _evaluation_weights(d: int, num_weights: int, seed: int) -> NDArray[np.float64]:
+    """`evaluation_weights` without the checks, cached (the same set serves every task and k)."""
+    if d <= MAX_SOBOL_DIM:
+        return sobol_weights(d, num_weights, ["expected_best_at_k"], seed=seed)[0]
+    return dirichlet_weights(d, num_weights, seed=seed, key="expected_best_at_k")
 
 
 def expected_best_at_k(
@@ -264,19 +306,20 @@ def expected_best_at_k(
     k: int,
     *,
     weights: ArrayLike | None = None,
-    num_weights: int = 100,
+    num_weights: int = EXPECTED_WEIGHTS,
     seed: int = 0,
     chains: bool = False,
 ) -> float:
-    """E_w[best@k]: best@k of the scores w·r, averaged over weight draws w ~ Dir(1) (§10.4).
+    """E_w[best@k]: best@k of the scores w·r, averaged over w ~ Dir(1) (§10.4).
 
     Args:
         rewards: The pool's reward vectors: shape (n, d) for iid samples, or (n_chains, m, d) with
             ``chains=True`` for the multi-answer protocol.
         k: Subset size (candidates).
-        weights: Explicit weights, shape (K, d); default `num_weights` Dir(1) draws from `seed`.
-        num_weights: K when weights are drawn.
-        seed: Seed of the draws.
+        weights: Explicit weights, shape (K, d); default `evaluation_weights` (K = `num_weights`
+            scrambled Sobol points from `seed`).
+        num_weights: K when weights are not given.
+        seed: Seed of the default weights.
         chains: Use the chain estimator.
 
     Returns:
@@ -286,7 +329,7 @@ def expected_best_at_k(
     if r.ndim != (3 if chains else 2):
         raise ValueError(f"rewards must have shape {'(n_chains, m, d)' if chains else '(n, d)'}, got {r.shape}.")
     d = r.shape[-1]
-    w = dirichlet_weights(d, num_weights, seed=seed, key="expected_best_at_k") if weights is None else weights
+    w = evaluation_weights(d, num_weights, seed=seed) if weights is None else weights
     w = finite_array("weights", w, 2)
     if w.shape[-1] != d:
         raise ValueError(f"weights must have shape (K, {d}), got {w.shape}.")

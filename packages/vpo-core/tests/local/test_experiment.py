@@ -118,6 +118,58 @@ def test_the_report_has_the_pool_metrics_table(tmp_path):
     assert rows[3].startswith("| vpo | 3 | ")
 
 
+def test_the_report_says_where_each_arm_fails(tmp_path):
+    index = _fake_experiment(tmp_path, shift=0.3)
+    for seed in range(3):  # GRPO never reaches tasks 0-4 (seed 0) / 0-1 (seeds 1, 2): no valid candidate there
+        name = tmp_path / f"pools/grpo-{seed}.npz"
+        pool = np.load(name)["rewards"]
+        pool[: 5 if seed == 0 else 2] = 0.0
+        np.savez_compressed(name, rewards=pool)
+    env = vpo_core.make("maze-v1")
+    summary = summarise(index, env)
+    grpo = summary["arms"]["grpo"]
+    assert grpo["no_valid"]["mean"] == pytest.approx(9 / 60)
+    assert grpo["best@3|unreached"]["mean"] == 0.0
+    per_seed = [
+        per_task_metrics(env, np.load(tmp_path / f"pools/grpo-{s}.npz")["rewards"], mode="single") for s in range(3)
+    ]
+    reached = np.concatenate([p["best@3"][p["no_valid"] == 0] for p in per_seed])
+    assert grpo["best@3|reached"]["mean"] == pytest.approx(reached.mean())
+    assert "best@3|unreached" not in summary["arms"]["vpo"]  # VPO reaches every task
+    assert summary["arms"]["vpo"]["no_valid"]["mean"] == 0.0
+    diff = summary["differences"]["vpo - grpo"]
+    assert diff["B no_valid"]["mean"] == pytest.approx(9 / 60)
+    for metric in ("best@3", "E_w[best@5]"):  # the two parts add up to the lead
+        parts = diff[f"{metric}|B unreached"]["mean"] + diff[f"{metric}|B reached"]["mean"]
+        assert parts == pytest.approx(diff[metric]["mean"])
+    vpo_best3 = [
+        per_task_metrics(env, np.load(tmp_path / f"pools/vpo-{s}.npz")["rewards"], mode="multi")["best@3"]
+        for s in range(3)
+    ]
+    missed = sum(vpo_best3[s][: 5 if s == 0 else 2].sum() for s in range(3)) / 60  # GRPO's best@3 is 0 there
+    assert diff["best@3|B unreached"]["mean"] == pytest.approx(missed)
+    assert diff["best@3"]["seed_level"]
+    assert diff["best@3"]["df"] == 2.0
+    table = write_report(index).read_text()
+    fails = table[table.index("| where each arm fails") :].splitlines()
+    assert fails[0] == (
+        "| where each arm fails | seeds | no_valid | best@3, reached tasks | best@3, unreached tasks | "
+        "best@30, reached tasks | best@30, unreached tasks |"
+    )
+    assert "| A - B, split by B's reach | B: tasks not reached | best@3 lead | best@3: from tasks B misses |" in table
+
+
+def test_one_seed_arms_are_marked_task_level_only(tmp_path):
+    index = _fake_experiment(tmp_path, shift=0.3)
+    data = json.loads(index.read_text())
+    data["pools"] = [r for r in data["pools"] if r["seed"] == 0]
+    index.write_text(json.dumps(data))
+    summary = summarise(index, vpo_core.make("maze-v1"))
+    assert summary["arms"]["vpo"]["best@3"]["seed_level"] is False
+    assert summary["differences"]["vpo - grpo"]["best@3"]["seed_level"] is False
+    assert " †" in write_report(index).read_text()
+
+
 def test_summary_interval_covers_zero_without_a_difference(tmp_path):
     index = _fake_experiment(tmp_path, shift=0.0)
     diff = summarise(index, vpo_core.make("maze-v1"))["differences"]["vpo - grpo"]["mean_w_star"]

@@ -24,6 +24,7 @@ from vpo_core.evaluation.metrics import (
     pool_curve,
     pool_metrics,
     pool_summary,
+    split_by_reach,
     task_pool_metrics,
     validity_metrics,
 )
@@ -51,6 +52,7 @@ __all__ = [
     "pool_metrics",
     "pool_summary",
     "save_pool",
+    "split_by_reach",
     "task_pool_metrics",
     "validity_metrics",
 ]

@@ -12,7 +12,9 @@ Per task (`task_pool_metrics`), for every k in `KS` that the pool allows:
 - ``best@k``: best w*-score among k candidates;
 - ``pass@k``: whether one of k candidates solves the task (`TextEnv.is_success`), the same estimator
   applied to success indicators (Chen et al.'s unbiased pass@k for iid samples);
-- ``E_w[best@k]``: best@k of w·r averaged over 100 fixed Dir(1) weights;
+- ``E_w[best@k]``: best@k of w·r averaged over w ~ Dir(1), on 256 scrambled Sobol points
+  (`vpo_core.metrics.evaluation_weights`; within ~0.002 of the exact integral, where the 100 iid
+  draws used before sat ~0.015 below it);
 - ``best@k[<dim>]``: best@k of one reward dimension, for each name in ``env.profile.report_dims``
   (MuSiQue reports its answer-F1 dimension);
 - ``chain_pass@k`` (k <= n): chain-level pass@k, the chance that one of k completions (chains of m
@@ -33,7 +35,17 @@ valid/failed mix. Beside it, per task:
 - ``diversity_valid``: the diversity among the valid candidates only (0 with fewer than two);
 - ``distinct_valid``: the number of distinct valid reward vectors in the pool;
 - ``pareto_covered``: the share of the task's Pareto points found in the pool, for envs that can
-  enumerate them (`TextEnv.pareto_front`; maze's exact solver).
+  enumerate them (`TextEnv.pareto_front`; maze's exact solver). Pools are saved in float32 and
+  fronts are float64, so a point counts as found when every coordinate agrees within
+  `PARETO_TOLERANCE` (relative, at least 1): 0.4 stored as float32 is 0.4 + 6e-9;
+- ``no_valid``: 1 when no candidate of the pool is valid (the task is not reached), else 0; its
+  mean over tasks is the share of tasks a method never reaches.
+
+Where each method fails: `pool_summary` also splits best@k over the tasks the pool reaches (some
+valid candidate) and the ones it does not, ``best@k|reached`` and ``best@k|unreached`` (means over
+those tasks; left out when there are none). `split_by_reach` splits any per-task values, e.g. the
+per-task difference of two methods over the tasks the second one reaches, into two parts whose
+sum is the whole mean.
 
 Rows of a pool may be zero-padded beyond the task's own dimension count (``spec_for(task).dim``, as
 LiveCodeBench's per-problem test counts are saved in one array); the padding is ignored.
@@ -50,6 +62,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from vpo_core.metrics import (
+    EXPECTED_WEIGHTS,
     best_at_k,
     best_at_k_chains,
     best_at_k_curve,
@@ -72,6 +85,7 @@ __all__ = [
     "pool_curve",
     "pool_metrics",
     "pool_summary",
+    "split_by_reach",
     "task_pool_metrics",
     "validity_metrics",
 ]
@@ -79,8 +93,14 @@ __all__ = [
 KS: tuple[int, ...] = (1, 3, 5, 10, 30)
 """The k of the paper's best@k tables."""
 
-NUM_WEIGHTS = 100
-"""Weight draws of E_w[best@k] (the authors' evaluation uses 100)."""
+NUM_WEIGHTS = EXPECTED_WEIGHTS
+"""Weight points of E_w[best@k]: 256 scrambled Sobol points (the authors' evaluation used 100 iid draws)."""
+
+PARETO_TOLERANCE = 8 * float(np.finfo(np.float32).eps)
+"""Relative tolerance (at least 1 in scale) at which a pool's reward vector matches a Pareto point: float32 precision."""
+
+REACH_SPLIT = ("reached", "unreached")
+"""The two parts of `split_by_reach` and of the ``best@k|<part>`` metrics."""
 
 
 class MetricName(str):
@@ -271,20 +291,54 @@ def validity_metrics(rewards: NDArray[np.float64], pareto: NDArray[np.float64] |
         pareto: The task's Pareto set, shape (p, d), or None.
 
     Returns:
-        ``valid``, ``diversity_valid``, ``distinct_valid`` and (with `pareto`) ``pareto_covered``.
+        ``valid``, ``no_valid``, ``diversity_valid``, ``distinct_valid`` and (with `pareto`)
+        ``pareto_covered``. A Pareto point is found when a valid candidate matches it in every
+        coordinate within `PARETO_TOLERANCE` · max(1, |coordinate|) (float32 pools, float64 fronts).
     """
+    rewards = np.asarray(rewards)
     valid = np.any(rewards != 0.0, axis=-1)
-    kept = rewards[valid]
+    kept = np.asarray(rewards[valid], dtype=np.float64)
     distinct = np.unique(np.round(kept, 9), axis=0)
     out: dict[str, float] = {
         MetricName("valid"): float(valid.mean()) if len(valid) else 0.0,
+        MetricName("no_valid"): 0.0 if valid.any() else 1.0,
         MetricName("diversity_valid"): reward_diversity(kept) if len(kept) >= 2 else 0.0,
         MetricName("distinct_valid"): float(len(distinct)),
     }
     if pareto is not None and len(pareto):
-        found = np.all(np.abs(np.asarray(pareto)[:, None, :] - distinct[None, :, :]) <= 1e-9, axis=-1).any(axis=1)
+        front = np.asarray(pareto, dtype=np.float64)
+        tolerance = PARETO_TOLERANCE * np.maximum(1.0, np.abs(front))[:, None, :]
+        found = np.all(np.abs(front[:, None, :] - distinct[None, :, :]) <= tolerance, axis=-1).any(axis=1)
         out[MetricName("pareto_covered")] = float(found.mean())
     return out
+
+
+def split_by_reach(values: Any, reached: Any) -> dict[str, NDArray[np.float64]]:
+    """Split per-task values into their parts on the tasks that are reached and on the others.
+
+    Each part keeps the shape of `values`, with zeros on the other tasks, so the two parts' means
+    over all cells add up to the mean of `values`: the share of a mean (a lead of A over B, with
+    `reached` B's) that comes from the tasks B never reaches, and from the rest.
+
+    Args:
+        values: Per-task values, shape (..., T) (e.g. (S seeds, T tasks)).
+        reached: Whether each task is reached (some valid candidate in the pool that decides it,
+            ``1 - no_valid``), the same shape; booleans or 0/1.
+
+    Returns:
+        ``{"reached": values · reached, "unreached": values · (1 - reached)}``, each shaped like `values`.
+
+    Raises:
+        ValueError: If the shapes differ or `reached` is not boolean.
+    """
+    data = np.asarray(values, dtype=np.float64)
+    mask = np.asarray(reached)
+    if mask.shape != data.shape:
+        raise ValueError(f"reached must have the shape of values {data.shape}, got {mask.shape}.")
+    if not np.all((mask == 0) | (mask == 1)):
+        raise ValueError("reached must hold booleans (or 0/1): whether each task has a valid candidate.")
+    on = mask.astype(bool)
+    return {REACH_SPLIT[0]: np.where(on, data, 0.0), REACH_SPLIT[1]: np.where(on, 0.0, data)}
 
 
 def pool_curve(env: Any, tasks: Sequence[Any], pools: Sequence[Any], *, mode: str) -> list[float]:
@@ -324,7 +378,9 @@ def pool_summary(
     """The metrics of a split: `task_pool_metrics` averaged over tasks, plus ``collinearity``.
 
     A metric is kept only when every task has it (a k larger than some task's pool is left out, and
-    a warning names the k left out and the pool size);
+    a warning names the k left out and the pool size); ``no_valid`` is the share of tasks without a
+    valid candidate, and ``best@k|reached`` / ``best@k|unreached`` the mean best@k over the tasks with
+    one / without one (each left out when there are no such tasks);
     ``mean_<dim>`` only when every task has the same dimensions. ``collinearity`` is ρ̄ of all
     candidates' reward vectors in one matrix (the paper's on-policy ρ̄); where tasks have different
     dimensions (LiveCodeBench's per-problem tests) it is the mean of the per-task ρ̄ that are defined.
@@ -371,6 +427,16 @@ def pool_summary(
         if key in dim_keys and not same_dims:
             continue
         out[key] = float(np.mean([row[key] for row in per_task]))
+    if MetricName("no_valid") in keys:  # where the pool fails: best@k over the tasks it reaches and the others
+        reached = np.array([row[MetricName("no_valid")] == 0.0 for row in per_task])
+        for key in keys:
+            name = metric_name(key)
+            if name.stat != "best" or name.k is None or name.dim is not None:
+                continue
+            values = np.array([row[key] for row in per_task])
+            for part, mask in zip(REACH_SPLIT, (reached, ~reached), strict=True):
+                if mask.any():
+                    out[MetricName(f"{key}|{part}")] = float(values[mask].mean())
     if same_dims:
         d = specs[0].dim
         flat = np.concatenate([np.asarray(p, dtype=np.float64)[..., :d].reshape(-1, d) for p in pools])
@@ -391,7 +457,7 @@ def pool_metrics(
     rewards: NDArray[np.float64],
     *,
     mode: str,
-    num_weights: int = 100,
+    num_weights: int = NUM_WEIGHTS,
     ks: Sequence[int] = KS,
 ) -> tuple[dict[str, float], list[float]]:
     """The paper's metrics of a split's pools (`pool_summary`) and the best@k curve (`pool_curve`).
@@ -401,7 +467,7 @@ def pool_metrics(
         tasks: The T tasks.
         rewards: Pools, shape (T, n, m, d): n completions of m candidates per task.
         mode: ``"multi"`` uses the chain estimator.
-        num_weights: Weight draws of E_w[best@k] (100, as in the authors' evaluation).
+        num_weights: Weight points of E_w[best@k] (`NUM_WEIGHTS`).
         ks: The k of best@k, pass@k and E_w[best@k] (the paper's tables: 1, 3, 5, 10, 30; its
             goal-conditioned table: 3, 6).
 
@@ -428,7 +494,9 @@ def markdown_table(results: Sequence[TableRow], *, ks: Sequence[int] = KS, ew_ks
     """One table in the paper's layout.
 
     Columns: best@k for `ks`, best@30 of each report dimension, E_w[best@k] for `ew_ks`, pass@5,
-    diversity, collinearity ρ̄ and the mean w*-reward; a column is shown when every row has it.
+    diversity, collinearity ρ̄, the mean w*-reward, the share of tasks with no valid candidate
+    (``no_valid``) and the largest best@k over the tasks reached and not; a column is shown when every
+    row has it.
     """
     columns = [MetricName("best", k) for k in ks if all(MetricName("best", k) in r.metrics for r in results)]
     report_dims = (metric_name(key).dim for r in results for key in r.metrics if _is_best_at_30_of_dim(key))
@@ -439,6 +507,7 @@ def markdown_table(results: Sequence[TableRow], *, ks: Sequence[int] = KS, ew_ks
     ]
     wanted = [MetricName("E_w[best]", k) for k in ew_ks]
     wanted += [MetricName("pass", 5), MetricName("diversity"), MetricName("collinearity"), MetricName("mean_w_star")]
+    wanted += [MetricName("no_valid")] + [MetricName(f"{c}|{part}") for c in columns[-1:] for part in REACH_SPLIT]
     extra = dims + [c for c in wanted if all(c in r.metrics for r in results)]
     header = "| checkpoint | mode, m | " + " | ".join(columns + extra) + " |"
     lines = [header, "|" + "---|" * (2 + len(columns) + len(extra))]

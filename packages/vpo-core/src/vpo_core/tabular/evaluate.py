@@ -3,7 +3,8 @@
 Each task gets a pool of `n_candidates` answers (300 by default): independent samples of a
 single-answer policy, or n_candidates / m chains of a multi-answer one. best@k under w* is the exact
 unbiased estimator of a pool (`vpo_core.evaluation.metrics.best_at_k_curve_of_pool`: iid samples or chains,
-k = 1..30), E_w[best@k] is `expected_best_at_k` (K = 100 Dir(1) draws). The pool metrics are taken on
+k = 1..30), E_w[best@k] is `expected_best_at_k` (its default weights: `EXPECTED_WEIGHTS` scrambled
+Sobol points mapped onto Dir(1), `vpo_core.metrics.evaluation_weights`). The pool metrics are taken on
 consecutive pools of 30 candidates (10 chains × 3, or 30 samples), as in the paper, and averaged:
 `reward_diversity` over all candidates (an invalid answer is the env's floor vector) and over the valid
 ones only, the fraction of the task's Pareto outcomes present, and the distinct valid outcomes present.
@@ -15,7 +16,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from vpo_core.evaluation.metrics import best_at_k_curve_of_pool
-from vpo_core.metrics import expected_best_at_k, reward_diversity
+from vpo_core.metrics import EXPECTED_WEIGHTS, expected_best_at_k, reward_diversity
 from vpo_core.tabular.policy import TabularPolicy
 from vpo_core.tabular.table import Candidates
 
@@ -29,7 +30,7 @@ EXPECTED_KS = (5,)
 
 METRICS: dict[str, str] = {
     "best_at_k": "best@k under w*, k = 1..30, shape (T, 30)",
-    **{f"e_w_best_at_{k}": f"E_w[best@{k}] over 100 Dir(1) weights" for k in EXPECTED_KS},
+    **{f"e_w_best_at_{k}": f"E_w[best@{k}] over {EXPECTED_WEIGHTS} quasi-random Dir(1) weights" for k in EXPECTED_KS},
     "diversity": "mean pairwise L1 of the 30 reward vectors of a pool (invalid answers included)",
     "diversity_valid": "the same among a pool's valid answers only (0 where no pool holds two)",
     "completion": "fraction of answers that are valid",

@@ -3,8 +3,8 @@
 `run_study` trains one tabular policy per (start, arm, seed) on the same candidates, evaluates it at
 the checkpoints (`evaluate_policy`) and keeps the per-(seed, task) values. An arm is a registered
 method (`vpo_core.METHODS`, its m from the registry; the mechanism's controls are registered there too). `StudyResult`
-turns them into intervals with the two-level (seed, task) bootstrap of `vpo_core.stats` and renders
-markdown tables and a JSON summary.
+turns them into seed-level intervals (`vpo_core.stats`: a t-interval over the per-seed means with a
+shared-task term; differences paired by seed and task) and per-seed means for a JSON summary.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from vpo_core.methods import get_method
-from vpo_core.stats import bootstrap_ci, paired_difference_ci
+from vpo_core.stats import paired_seed_interval, seed_interval
 from vpo_core.tabular.evaluate import EXPECTED_KS, evaluate_policy
 from vpo_core.tabular.table import Candidates, Start
 from vpo_core.tabular.train import AdvantageFn, method_advantages, train_policy
@@ -77,6 +77,10 @@ class StudyResult:
             return data[..., k - 1]
         return data
 
+    def seed_means(self, start: str, arm_name: str, step: int, name: str, k: int | None = None) -> NDArray[np.float64]:
+        """Per-seed means over tasks of one metric, shape (S,): what a seed-level interval is built from."""
+        return self.metric(start, arm_name, step, name, k).mean(axis=1)
+
     def summary(self, replicates: int = 2000) -> dict[str, Any]:
         """JSON-ready intervals: start -> arm -> step -> metric -> {estimate, low, high} (best@k: one per k)."""
         out: dict[str, Any] = {}
@@ -100,7 +104,7 @@ class StudyResult:
         """Reference − every other arm on one metric, paired by seed and task: arm -> interval."""
         base = self.metric(start, reference, step, name, k)
         return {
-            other: _as_dict(paired_difference_ci(base, self.metric(start, other, step, name, k), replicates=replicates))
+            other: _as_dict(paired_seed_interval(base, self.metric(start, other, step, name, k), replicates=replicates))
             for other in self.values[start]
             if other != reference and self.metric(start, other, step, name, k).shape == base.shape
         }
@@ -111,7 +115,7 @@ def _as_dict(interval: Any) -> dict[str, float]:
 
 
 def _interval(data: NDArray[np.float64], replicates: int) -> dict[str, float]:
-    return _as_dict(bootstrap_ci(data, replicates=replicates))
+    return _as_dict(seed_interval(data, replicates=replicates))
 
 
 def run_study(

@@ -3,9 +3,15 @@
 Every number is recomputed from the committed pools, so any metric can be re-analysed without
 re-training. Per model, each test task gives one value per metric (best@k of the task's pool, its
 E_w[best@5], its mean w*-score, the diversity of its pool); `vpo_core.stats` turns the (seed, task)
-table of an arm into a mean with a two-level bootstrap interval, and the paired (seed, task)
+table of an arm into a mean with a seed-level interval (a t-interval over seeds with a shared-task
+term; with one seed a task bootstrap, marked "task-level only"), and the paired (seed, task)
 differences of two arms into an interval of the difference. ρ̄ is a property of a whole pool, so its
-interval resamples seeds only.
+interval is over seeds only.
+
+Where each arm fails: per arm, the share of tasks without a valid candidate (``no_valid``) and
+best@k over the tasks it reaches and the ones it does not; per paired difference A − B, the part of
+the difference that comes from the tasks B does not reach and the part from the others
+(`vpo_core.evaluation.metrics.split_by_reach`; the two parts add up to the difference).
 """
 
 from __future__ import annotations
@@ -19,12 +25,12 @@ from typing import Any
 
 import numpy as np
 
-from vpo_core.evaluation.metrics import KS, best_at_k_curve_of_pool, task_pool_metrics
+from vpo_core.evaluation.metrics import KS, REACH_SPLIT, best_at_k_curve_of_pool, split_by_reach, task_pool_metrics
 from vpo_core.evaluation.pool_file import load_pool
 from vpo_core.metrics import collinearity
-from vpo_core.stats import Interval, bootstrap_ci, paired_difference_ci
+from vpo_core.stats import Interval, paired_seed_interval, seed_interval, subset_seed_interval
 
-__all__ = ["arm_name", "per_task_metrics", "summarise", "write_report"]
+__all__ = ["arm_name", "per_task_metrics", "split_differences", "summarise", "write_report"]
 
 METRICS = (*(f"best@{k}" for k in KS), "E_w[best@5]", "pass@10", "diversity", "mean_w_star")
 REGIME_METRICS = ("valid", "diversity_valid", "distinct_valid", "pareto_covered")
@@ -34,6 +40,10 @@ POOL_METRICS = ("pareto_fraction", "chain_pass@10", "solution_pass@10")
 """The authors' pool metrics: the Pareto fraction of each task's pool, chain- and solution-level pass@10."""
 """The columns of the paper's goal-conditioned table (goal-conditioned GRPO under w* and w ~ Dir(1) vs VPO)."""
 REPORT_KS = tuple(sorted({*KS, 6}))
+SPLIT_METRICS = ("best@3", "best@30", "E_w[best@5]")
+"""The metrics split over the tasks an arm reaches and the ones it does not (`FAILURE_METRICS`, `split_differences`)."""
+FAILURE_METRICS = ("no_valid", *(f"{m}|{part}" for m in SPLIT_METRICS[:2] for part in REACH_SPLIT))
+"""Where an arm fails: the share of tasks with no valid candidate, and best@k over the tasks it reaches / does not."""
 
 
 def per_task_metrics(env: Any, rewards: np.ndarray, *, mode: str) -> dict[str, Any]:
@@ -114,15 +124,16 @@ def summarise(index_file: Path, env: Any) -> dict[str, Any]:
         entry: dict[str, Any] = {"seeds": seeds, "mode": modes[arm]}
         for metric in dict.fromkeys((*METRICS, *GOAL_METRICS, *REGIME_METRICS, *POOL_METRICS)):
             if all(metric in per_seed[s] for s in seeds):
-                entry[metric] = _interval(bootstrap_ci(_stack_by_seed(per_seed, metric, seeds)))
+                entry[metric] = _interval(seed_interval(_stack_by_seed(per_seed, metric, seeds)))
+        entry.update(_failure_entries(per_seed, seeds))
         rho = np.array([[per_seed[s]["collinearity"]] for s in seeds])
         if np.all(np.isfinite(rho)):
-            entry["collinearity"] = _interval(bootstrap_ci(rho))
+            entry["collinearity"] = _interval(seed_interval(rho))
         summary["arms"][arm] = entry
         curves = _stack_by_seed(per_seed, "curve", seeds) if _same_width(per_seed, seeds) else None
         if curves is not None:
             summary["curves"][arm] = [
-                list(_triple(bootstrap_ci(curves[:, :, k], replicates=1000))) for k in range(curves.shape[2])
+                list(_triple(seed_interval(curves[:, :, k], replicates=1000))) for k in range(curves.shape[2])
             ]
     for vpo_arm in sorted((a for a in arms if _split_arm(a)[1] == "vpo"), key=_arm_order):
         prefix, _, step = _split_arm(vpo_arm)
@@ -138,17 +149,63 @@ def summarise(index_file: Path, env: Any) -> dict[str, Any]:
                 if all(metric in arms[vpo_arm][s] and metric in arms[other][s] for s in common):
                     a = _stack_by_seed(arms[vpo_arm], metric, common)
                     b = _stack_by_seed(arms[other], metric, common)
-                    diffs[metric] = _interval(paired_difference_ci(a, b))
+                    diffs[metric] = _interval(paired_seed_interval(a, b))
+            diffs.update(split_differences(arms[vpo_arm], arms[other], common))
             summary["differences"][f"{vpo_arm} - {other}"] = diffs
     return summary
+
+
+def _failure_entries(per_seed: dict[int, dict[str, Any]], seeds: Sequence[int]) -> dict[str, dict[str, Any]]:
+    """`FAILURE_METRICS` of one arm as intervals (a best@k part left out where no task of any seed is in it)."""
+    if not all("no_valid" in per_seed[s] for s in seeds):
+        return {}
+    unreached = _stack_by_seed(per_seed, "no_valid", seeds) > 0.5
+    out = {"no_valid": _interval(seed_interval(unreached.astype(np.float64)))}
+    for metric in SPLIT_METRICS[:2]:
+        if not all(metric in per_seed[s] for s in seeds):
+            continue
+        values = _stack_by_seed(per_seed, metric, seeds)
+        for part, mask in zip(REACH_SPLIT, (~unreached, unreached), strict=True):
+            if mask.any():
+                out[f"{metric}|{part}"] = _interval(subset_seed_interval(values, mask))
+    return out
+
+
+def split_differences(
+    a: dict[int, dict[str, Any]], b: dict[int, dict[str, Any]], seeds: Sequence[int]
+) -> dict[str, dict[str, Any]]:
+    """A − B split over the tasks B reaches and the ones it does not, paired by seed and task.
+
+    Args:
+        a: Per-seed per-task metrics of arm A (`per_task_metrics` per seed).
+        b: The same of arm B.
+        seeds: The seeds both ran.
+
+    Returns:
+        ``"B no_valid"``: the share of tasks B does not reach; and per metric of `SPLIT_METRICS`,
+        ``"<metric>|B unreached"`` and ``"<metric>|B reached"``: the parts of the mean difference
+        that come from those tasks (each a mean over all tasks, so the two add up to the difference),
+        as intervals. Empty when B's pools carry no ``no_valid``.
+    """
+    if not all("no_valid" in b[s] for s in seeds):
+        return {}
+    reached = _stack_by_seed(b, "no_valid", seeds) < 0.5
+    out = {"B no_valid": _interval(seed_interval((~reached).astype(np.float64)))}
+    for metric in SPLIT_METRICS:
+        if not all(metric in a[s] and metric in b[s] for s in seeds):
+            continue
+        parts = split_by_reach(_stack_by_seed(a, metric, seeds) - _stack_by_seed(b, metric, seeds), reached)
+        for part in reversed(REACH_SPLIT):
+            out[f"{metric}|B {part}"] = _interval(seed_interval(parts[part]))
+    return out
 
 
 def _same_width(per_seed: dict[int, dict[str, Any]], seeds: Sequence[int]) -> bool:
     return len({per_seed[s]["curve"].shape for s in seeds}) == 1
 
 
-def _interval(ci: Interval) -> dict[str, float]:
-    return {"mean": ci.estimate, "low": ci.low, "high": ci.high, "seeds": ci.seeds, "tasks": ci.tasks}
+def _interval(ci: Interval) -> dict[str, Any]:
+    return ci.as_dict()
 
 
 def _triple(ci: Interval) -> tuple[float, float, float]:
@@ -156,9 +213,17 @@ def _triple(ci: Interval) -> tuple[float, float, float]:
 
 
 def _cell(entry: dict[str, Any] | None) -> str:
+    """The cell "mean [low, high]", with † where the interval is task-level only (one seed)."""
     if entry is None:
         return "—"
-    return f"{entry['mean']:.3f} [{entry['low']:.3f}, {entry['high']:.3f}]"
+    mark = "" if entry.get("seed_level", True) else " †"
+    return f"{entry['mean']:.3f} [{entry['low']:.3f}, {entry['high']:.3f}]{mark}"
+
+
+def _header(metric: str) -> str:
+    """A metric's name as a markdown column header (no bare "|")."""
+    base, _, part = metric.partition("|")
+    return f"{base}, {part} tasks" if part else metric
 
 
 def markdown(summary: dict[str, Any]) -> str:
@@ -184,7 +249,30 @@ def markdown(summary: dict[str, Any]) -> str:
                 cells.append(_cell(entry) + mark)
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
         lines.append("")
-        lines.append("`*`: the 95% interval excludes 0 (seed × task bootstrap, paired by seed and task).")
+        lines.append(
+            "`*`: the 95% interval excludes 0 (seed-level t-interval with a shared-task term, paired by seed and "
+            "task; `vpo_core.stats`). †: one seed, so the interval is over tasks only (task-level only)."
+        )
+    failing = [a for a, e in summary["arms"].items() if "no_valid" in e]
+    if failing:
+        lines += _arm_table(summary, "where each arm fails", failing, list(FAILURE_METRICS))
+        lines.append("")
+        lines.append(
+            "no_valid: share of tasks where no candidate of the pool is valid (the task is not reached); "
+            "best@k, reached / unreached tasks: mean best@k over the tasks the arm reaches / does not reach."
+        )
+    split = {n: d for n, d in summary["differences"].items() if "B no_valid" in d}
+    if split:
+        columns = ["B no_valid"] + [f"{m}{part}" for m in SPLIT_METRICS for part in ("", "|B unreached", "|B reached")]
+        lines += ["", "| A - B, split by B's reach | " + " | ".join(_split_header(c) for c in columns) + " |"]
+        lines.append("|" + "---|" * (1 + len(columns)))
+        for name, diffs in split.items():
+            lines.append(f"| {name} | " + " | ".join(_cell(diffs.get(c)) for c in columns) + " |")
+        lines.append("")
+        lines.append(
+            "Each metric's lead of A over B, and the parts of it from the tasks B does not reach (no valid "
+            "candidate in B's pool) and from the others; each part is a mean over all tasks, so the two add up."
+        )
     pool_arms = [a for a, e in summary["arms"].items() if any(c in e for c in POOL_METRICS)]
     if pool_arms:
         lines += _arm_table(summary, "pool metrics", pool_arms, POOL_METRICS)
@@ -200,9 +288,16 @@ def markdown(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _split_header(column: str) -> str:
+    base, _, part = column.partition("|")
+    if not part:
+        return f"{base} lead" if base != "B no_valid" else "B: tasks not reached"
+    return f"{base}: from tasks B {'misses' if part == 'B unreached' else 'reaches'}"
+
+
 def _arm_table(summary: dict[str, Any], title: str, arms: Sequence[str], columns: Sequence[str]) -> list[str]:
     """A blank line, then a markdown table of `columns` per arm (with its seed count)."""
-    lines = ["", f"| {title} | seeds | " + " | ".join(columns) + " |", "|" + "---|" * (2 + len(columns))]
+    lines = ["", f"| {title} | seeds | " + " | ".join(map(_header, columns)) + " |", "|" + "---|" * (2 + len(columns))]
     for arm in arms:
         entry = summary["arms"][arm]
         cells = [_cell(entry.get(c)) for c in columns]
