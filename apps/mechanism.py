@@ -1,16 +1,21 @@
 """The mechanism study without a language model: every method on tabular policies over a task's outcomes.
 
-    uv run apps/mechanism.py                                   # maze-v1, 16 test mazes, both starts, 8 methods + control
+    uv run apps/mechanism.py                  # maze-v1, 16 test mazes, both starts, 10 seeds, 8 methods + 3 controls
     uv run apps/mechanism.py starts=warm_hard seeds=4 steps=1000 checkpoints=0,50,200,1000
     uv run apps/mechanism.py variants=1 methods=vpo,multi_rlvr starts=warm_uniform
 
 The env must enumerate its outcomes (`TextEnv.outcome_table`; maze-v1 does, with its exact solver).
 Every answer text is re-scored with `env.score` before training (a table that disagrees stops the
 run). Each (start, arm, seed) trains a tabular policy (`vpo_core.tabular`) with the method's own
-`compute_advantages`, and is evaluated at the checkpoints with the paper's metrics. For each start it
-writes ``<out>/<start>_V<variants>.md`` (one table per checkpoint, mean over seeds and tasks with a
-95 % two-level bootstrap interval; then VPO minus each arm, paired) and ``<start>_V<variants>.json``
-(every interval, best@k for k = 1..30, and the config).
+`compute_advantages`, and is evaluated at the checkpoints with the paper's metrics. The mechanism's
+controls are registered methods too (`vpo_w_star_max`: VPO's weightings replaced by w*; `vpo_k1`: one
+group-shared weighting, K = 1; `vpo_unshared`: one weighting per rollout, not shared by the group).
+For each start it writes ``<out>/<start>_V<variants>.md`` (one table per checkpoint, mean over seeds
+and tasks with a 95 % seed-level interval, `vpo_core.stats.seed_interval`; then VPO minus each arm,
+paired by seed and task, with the number of seeds where VPO is ahead), ``<start>_V<variants>.json``
+(every interval, best@k for k = 1..30, the per-seed means of every paired difference, and the config)
+and ``<start>_V<variants>_values.npz`` (every per-(seed, task) value, key ``<arm>/<step>/<metric>``,
+so that any other interval can be recomputed without re-running).
 
 Starts (the prior before RL; invalid answers share ``invalid`` of the mass, valid outcomes the rest in
 proportion to exp(-scale · effort), effort = the env's measure, maze: treasure tiles collected):
@@ -38,7 +43,8 @@ STARTS = {
     "warm_hard": (0.75, 0.7),
     "uniform_valid": (0.0, 0.0),
 }
-DEFAULT_ARMS = "grpo,random_w,goal_cond,gdpo,max_at_k,maxrl,multi_rlvr,vpo,vpo_w_star_max"
+DEFAULT_ARMS = "grpo,random_w,goal_cond,gdpo,max_at_k,maxrl,multi_rlvr,vpo,vpo_w_star_max,vpo_k1,vpo_unshared"
+"""Every method of the paper and the mechanism's three controls (all registered in `vpo_core.METHODS`)."""
 COLUMNS = (
     ("best@1", "best_at_k", 1),
     ("best@3", "best_at_k", 3),
@@ -53,8 +59,9 @@ COLUMNS = (
     ("distinct valid / 30", "distinct_valid", None),
     ("distinct valid / chain", "distinct_valid_per_chain", None),
 )
-PAIRED = (("best@3", "best_at_k", 3), ("best@10", "best_at_k", 10), ("E_w[best@5]", "e_w_best_at_5", None),
-          ("Pareto in 30", "pareto_covered", None), ("div. valid", "diversity_valid", None))  # fmt: skip
+PAIRED = (("best@1", "best_at_k", 1), ("best@3", "best_at_k", 3), ("best@10", "best_at_k", 10),
+          ("E_w[best@5]", "e_w_best_at_5", None), ("Pareto in 30", "pareto_covered", None),
+          ("div. valid", "diversity_valid", None), ("completion", "completion", None))  # fmt: skip
 
 
 @dataclass
@@ -66,9 +73,11 @@ class MechanismConfig:
     tasks: int = option(16, "number of tasks")
     invalid: int = option(4, "invalid answers per task (maze: routes that stop short of E)")
     variants: int = option(3, "text variants per outcome (distinct de-dup keys, same reward)")
-    methods: str = option(DEFAULT_ARMS, "comma-separated registered methods and controls (vpo_w_star_max)")
+    methods: str = option(
+        DEFAULT_ARMS, "comma-separated registered methods and controls (vpo_w_star_max, vpo_k1, vpo_unshared)"
+    )
     starts: str = option("warm_uniform,warm_hard", f"comma-separated starts: {', '.join(STARTS)}")
-    seeds: int = option(4, "seeds per (start, method): 0..seeds-1")
+    seeds: int = option(10, "seeds per (start, method): 0..seeds-1 (>= 2 for seed-level intervals)")
     steps: int = option(1000, "RL steps")
     checkpoints: str = option("0,50,200,1000", "comma-separated evaluation steps (<= steps)")
     group_size: int = option(8, "G, rollouts per task and step")
@@ -100,8 +109,11 @@ class MechanismConfig:
             raise ValueError(f"checkpoints must be comma-separated ints, got {self.checkpoints!r}.") from None
 
 
-def _cell(interval: dict[str, float]) -> str:
-    return f"{interval['estimate']:.3f} [{interval['low']:.3f}, {interval['high']:.3f}]"
+def _cell(interval: dict[str, Any]) -> str:
+    text = f"{interval['estimate']:.3f} [{interval['low']:.3f}, {interval['high']:.3f}]"
+    if "per_seed" in interval:  # a paired difference: in how many seeds the reference is ahead
+        text += f" {sum(x > 0 for x in interval['per_seed'])}/{len(interval['per_seed'])}"
+    return text
 
 
 def _pick(cell: dict[str, Any], name: str, k: int | None) -> dict[str, float]:
@@ -110,13 +122,18 @@ def _pick(cell: dict[str, Any], name: str, k: int | None) -> dict[str, float]:
 
 def render_markdown(start: str, summary: dict[str, Any], paired: dict[str, Any], config: dict[str, Any]) -> str:
     """One table per checkpoint (rows: arms), then VPO − each arm, paired by seed and task."""
+    cells = (
+        "Cells: mean over seeds and tasks [95 % seed-level interval: a t-interval over the per-seed means "
+        "with a shared-task term, `vpo_core.stats.seed_interval`]. "
+        if len(config["seeds"]) > 1
+        else "Cells: mean over tasks [95 % bootstrap over tasks only: one seed gives no seed-level interval]. "
+    )
     lines = [
         f"# Tabular mechanism study: start `{start}`, V = {config['variants']}",
         "",
         f"{config['tasks']} {config['env']} {config['split']} tasks, {len(config['seeds'])} seeds, G = {config['group_size']}, "
         f"Adam lr {config['lr']}, {config['steps']} steps; evaluation pools of {config['n_candidates']} answers at T = 1. "
-        "Cells: mean over seeds and tasks [95 % two-level (seed, task) bootstrap interval]. "
-        f"Regenerate: `{config['command']}`.",
+        f"{cells}Regenerate: `{config['command']}`.",
     ]
     arms = list(summary)
     for step in config["checkpoints"]:
@@ -127,7 +144,14 @@ def render_markdown(start: str, summary: dict[str, Any], paired: dict[str, Any],
             cell = summary[a][str(step)]
             lines.append(f"| {a} | " + " | ".join(_cell(_pick(cell, n, k)) for _, n, k in COLUMNS) + " |")
     if paired:
-        lines += ["", "## VPO minus each method (paired by seed and task)", ""]
+        lines += [
+            "",
+            "## VPO minus each method (paired by seed and task)",
+            "",
+            "Cells: mean difference [95 % seed-level interval] and the number of seeds in which VPO's mean is "
+            "higher (n/S).",
+            "",
+        ]
         lines.append("| step | method | " + " | ".join(c[0] for c in PAIRED) + " |")
         lines.append("|---" * (len(PAIRED) + 2) + "|")
         for step in config["checkpoints"]:
@@ -194,15 +218,32 @@ def main(argv: list[str] | None = None) -> int:
         paired: dict[str, Any] = {}
         if "vpo" in summary:
             for step in result.config["checkpoints"]:
-                paired[str(step)] = {
-                    label: result.paired("vpo", start_name, step, name, k) for label, name, k in PAIRED
-                }
+                paired[str(step)] = {}
+                for label, name, k in PAIRED:
+                    reference = result.seed_means(start_name, "vpo", step, name, k)
+                    paired[str(step)][label] = {
+                        other: {
+                            **cell,
+                            "per_seed": [
+                                round(float(x), 6)
+                                for x in reference - result.seed_means(start_name, other, step, name, k)
+                            ],
+                        }
+                        for other, cell in result.paired("vpo", start_name, step, name, k).items()
+                    }
         stem = out / f"{start_name}_V{config.variants}"
         stem.with_suffix(".json").write_text(
             json.dumps({"config": meta, "summary": summary, "vpo_minus": paired}, indent=1) + "\n"
         )
         stem.with_suffix(".md").write_text(render_markdown(start_name, summary, paired, meta))
-        print(f"wrote {stem}.md and {stem}.json")
+        values: dict[str, Any] = {
+            f"{a}/{step}/{name}": data
+            for a, steps in result.values[start_name].items()
+            for step, metrics in steps.items()
+            for name, data in metrics.items()
+        }
+        np.savez_compressed(out / f"{stem.name}_values.npz", seeds=np.asarray(result.seeds), **values)
+        print(f"wrote {stem}.md, {stem}.json and {stem}_values.npz")
     return 0
 
 
