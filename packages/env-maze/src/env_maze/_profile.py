@@ -43,7 +43,7 @@ RECIPE = VerlRecipe(
 )
 
 MINIATURE_V2 = {
-    # the CPU miniature in the collapse regime (issue 21; RESULTS.md "Miniature v2"): a warm start that
+    # the CPU miniature in the collapse regime (issue 21; results/maze-v1-miniature-v2/README.md): a warm start that
     # reaches E with most candidates before RL, a second start biased to direct S -> E routes, 300 RL
     # steps evaluated at 50 / 150 / 300, one token budget (about 2x the longest demonstration) for
     # training and evaluation, one warm start per (start, mode) shared by the RL seeds
@@ -55,12 +55,12 @@ MINIATURE_V2 = {
     "warm_seeds": 1,
     "steps": 300,
     "eval_steps": "50,150",
-    # the model (2.5M parameters) of every run; RESULTS.md "Miniature v2" holds its calibration
+    # the model (2.5M parameters) of every run; results/maze-v1-miniature-v2/README.md holds its calibration
     "train": "hidden_size=192 layers=4 heads=4",
     # the warm-up of each warm start: 1000 x 32 demonstrations, about 75 (multi) / 50 (single) minutes of one
     # CPU core; a GPU machine adds device=cuda (results/maze-v1-miniature-v2/gpu/run.sh). The GPU's 1000 x 64
     # starts of 2026-11-26 were lost with their machine; 1000 x 64 costs twice this on a CPU for +2 points
-    # of validity (RESULTS.md "Miniature v2", calibration)
+    # of validity (results/maze-v1-miniature-v2/README.md, calibration)
     "warm_train": "warmup_steps=1000 warmup_batch=32",
     "budget_single": 128,  # 2x the longest single demonstration (64 tokens, default tokenizer)
     "budget_multi": 384,  # 2x the longest multi demonstration (194 tokens); prompts <= 212, positions 1024

@@ -243,7 +243,7 @@ def vpo_objective(r: NDArray[np.float64], inputs: ObjectiveInputs) -> NDArray[np
 
 # --------------------------------------------------------------- the mechanism's controls (issue 38)
 # Each keeps VPO's m slots and its max over them and changes one thing about the weightings, so that
-# a run of it against VPO asks whether that thing matters (RESULTS.md, "the control").
+# a run of it against VPO asks whether that thing matters (results/maze-v1-miniature-v2/README.md, "The control").
 
 
 @register_objective("vpo_w_star_max")
