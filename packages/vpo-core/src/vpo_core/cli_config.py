@@ -34,13 +34,11 @@ import typing
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar, cast
 
+from vpo_core.errors import ConfigError  # a bad option (one line, naming the option and the fix)
+
 __all__ = ["ConfigError", "HelpRequested", "format_help", "option", "parse_config", "run_cli"]
 
 T = TypeVar("T")
-
-
-class ConfigError(ValueError):
-    """A bad command-line option; the message is one line naming the option and the fix."""
 
 
 class HelpRequested(Exception):

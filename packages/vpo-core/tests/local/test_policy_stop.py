@@ -90,3 +90,26 @@ def test_continuing_the_long_tail_alone_samples_what_one_pass_samples(stop_row):
     assert len(set(one[:, 5].tolist())) > 1  # and what they wrote depends on their context
     if stop_row is not None:
         assert min(lengths) <= 9  # some stopped at the stop text: after seams 2 and 4, before 10
+
+
+def test_every_eos_the_model_declares_ends_a_sample_and_the_pad_never_does():
+    """A chat model's end of turn is not always its tokenizer's EOS (the GGUF-converted SmolLM2 names
+    <|im_start|>; Llama 3 and Qwen declare several): each id of the generation config ends a sample,
+    as the tokenizer's does, and is kept as its last token; the pad token is never one."""
+    policy = new_policy(TEXTS, vocab_size=300, hidden_size=32, layers=2, heads=2, seed=0, max_positions=128)
+    pad, eos = policy.tokenizer.pad_token_id, policy.tokenizer.eos_token_id
+    _, _, free = _sample(policy)
+    first = free[0].tolist()
+    at = next(k for k in range(2, len(first)) if first[k] not in first[:k])  # a token new at position k
+    other = first[at]  # declared an end of turn below
+    assert other not in (pad, eos)
+    policy.model.generation_config.eos_token_id = [eos, other, pad]
+    assert policy.stop_token_ids == (eos, other)
+    _, _, ended = _sample(policy)
+    for row, free_row in zip(ended.tolist(), free.tolist(), strict=True):
+        length = next((i for i, t in enumerate(row) if t == pad), len(row))
+        assert row[:length] == free_row[:length]  # the same tokens up to the end
+        assert all(t == pad for t in row[length:])
+        assert sum(t in (eos, other) for t in row[:length]) <= 1
+    assert ended[0, at].item() == other
+    assert (ended[0, at + 1 :] == pad).all()  # the first sample ended at the declared end of turn

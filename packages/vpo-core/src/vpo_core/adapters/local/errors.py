@@ -1,9 +1,18 @@
-"""Errors of the local engine, in a module that imports nothing heavy (the CLI catches them before torch loads)."""
+"""Errors of the local engine, in a module that imports nothing heavy (the CLI catches them before torch loads).
+
+The project's user-error types are `vpo_core.errors`'; they are re-exported here for the engine's imports.
+"""
 
 from __future__ import annotations
 
-__all__ = ["NonFiniteLossError"]
+from vpo_core.errors import ConfigError, DataFileError, MissingDataError, RunDirError, UserError
+
+__all__ = ["ConfigError", "DataFileError", "MissingDataError", "NonFiniteLossError", "RunDirError", "UserError"]
 
 
-class NonFiniteLossError(ValueError):
-    """An RL step's loss was NaN or infinite: raised before the update, so the model stays as it was."""
+class NonFiniteLossError(UserError, ValueError):
+    """An RL step's loss was NaN or infinite: raised before the update, so the model stays as it was.
+
+    A user error: the run's settings (a learning rate too large, an env's rewards) made training
+    diverge, and the message names what to change; the last good checkpoint is kept.
+    """

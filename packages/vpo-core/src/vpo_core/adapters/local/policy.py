@@ -20,12 +20,14 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenize
 from transformers.cache_utils import StaticCache, StaticLayer
 
 from vpo_core.adapters.local.samplers import render_chat, template_prefill, with_prefill
+from vpo_core.errors import ConfigError, DataFileError, MissingDataError, UserError
 from vpo_core.types import Message
 
 __all__ = [
     "Policy",
     "answer_stops",
     "build_tokenizer",
+    "check_model_dir",
     "left_padded_positions",
     "load_policy",
     "load_tokenizer",
@@ -140,6 +142,21 @@ class Policy:
         return template_prefill(self.tokenizer, self.chat_template_kwargs)
 
     @property
+    def stop_token_ids(self) -> tuple[int, ...]:
+        """The token ids that end a sample: the tokenizer's EOS and every EOS id the model's generation config declares.
+
+        A chat model's end of turn is not always its tokenizer's EOS (a checkpoint converted from GGUF can
+        name the wrong one; Llama 3 and Qwen declare several), so both sources count, as in TRL's
+        GRPOTrainer. The pad token is never one: generation suppresses it.
+        """
+        ids: list[int] = []
+        declared = getattr(getattr(self.model, "generation_config", None), "eos_token_id", None)
+        for value in [self.tokenizer.eos_token_id, *(declared if isinstance(declared, (list, tuple)) else [declared])]:
+            if value is not None and int(value) != self.tokenizer.pad_token_id and int(value) not in ids:
+                ids.append(int(value))
+        return tuple(ids)
+
+    @property
     def max_positions(self) -> int | None:
         """The model's longest sequence (prompt + completion), or None if its config does not say."""
         value = getattr(self.model.config, "max_position_embeddings", None)
@@ -175,11 +192,12 @@ class Policy:
         Returns:
             The P·G whole assistant turns (prompt-major: the template's pre-fill, `prefill`, then the
             generated text), and the prompt and response token ids of each, shapes (P·G, L_prompt)
-            left-padded and (P·G, L_response) right-padded with pad tokens. Generation stops at EOS or
-            after `max_new_tokens`, or where the model's positions run out.
+            left-padded and (P·G, L_response) right-padded with pad tokens. Generation stops at EOS (any
+            of `stop_token_ids`, kept in the response), at a stop string, after `max_new_tokens`, or where
+            the model's positions run out. The pad token is never sampled.
 
         Raises:
-            ValueError: If a prompt already fills the model's positions.
+            ConfigError: If a prompt already fills the model's positions.
         """
         if seed is not None:
             torch.manual_seed(seed)
@@ -195,7 +213,7 @@ class Policy:
         if self.max_positions is not None:  # never generate past the positions the model was built with
             room = self.max_positions - prompt_ids.shape[1]
             if room < 1:
-                raise ValueError(
+                raise ConfigError(
                     f"a prompt of {prompt_ids.shape[1]} tokens fills the model's {self.max_positions} positions; "
                     "shorten the prompts or use a model with more positions."
                 )
@@ -229,7 +247,7 @@ class Policy:
             response = torch.cat([response, response.new_full((response.shape[0], tail.shape[1]), pad)], dim=1)
             response[rows, first:] = tail
         # everything after the first EOS is padding
-        eos = response == self.tokenizer.eos_token_id
+        eos = torch.isin(response, torch.as_tensor(self.stop_token_ids, device=response.device))
         after = torch.cumsum(eos.int(), dim=1) - eos.int() > 0
         response = response.masked_fill(after, self.tokenizer.pad_token_id)
         texts = self.tokenizer.batch_decode(response, skip_special_tokens=True)
@@ -254,7 +272,7 @@ class Policy:
             top_k=0,
             max_new_tokens=max_new_tokens,
             pad_token_id=self.tokenizer.pad_token_id,
-            eos_token_id=self.tokenizer.eos_token_id,
+            eos_token_id=list(self.stop_token_ids),
             suppress_tokens=[self.tokenizer.pad_token_id],
             disable_compile=True,
             **({"stop_strings": list(self.stop_strings), "tokenizer": self.tokenizer} if self.stop_strings else {}),
@@ -264,8 +282,9 @@ class Policy:
 
     def _still_writing(self, response: torch.Tensor) -> list[int]:
         """Rows of a full-width `response` that neither wrote EOS nor a stop string."""
-        pad, eos = self.tokenizer.pad_token_id, self.tokenizer.eos_token_id
-        open_rows = ((response[:, -1] != pad) & ~(response == eos).any(dim=1)).nonzero().flatten().tolist()
+        pad = self.tokenizer.pad_token_id
+        eos = torch.isin(response, torch.as_tensor(self.stop_token_ids, device=response.device))
+        open_rows = ((response[:, -1] != pad) & ~eos.any(dim=1)).nonzero().flatten().tolist()
         if not self.stop_strings:
             return open_rows
         texts = self.tokenizer.batch_decode(response[open_rows], skip_special_tokens=True)
@@ -329,7 +348,12 @@ class Policy:
     def log_probs(
         self, prompt_ids: torch.Tensor, response: torch.Tensor, *, with_entropy: bool = False
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Log-probabilities of the response tokens under the model.
+        """Log-probabilities of the response tokens under the policy that samples them.
+
+        That policy never samples the pad token (`generate` suppresses it, and the pad may be a row the
+        loader added to the embeddings), so its logit is excluded here too: the probabilities are the
+        model's renormalised over every other token, and the PPO ratio compares the sampling policy
+        with itself.
 
         Rows that share a prompt (a GRPO group) share its forward pass: each distinct prompt runs once,
         its key/value cache is gathered to the rows, and only the responses run per row. This is the
@@ -343,11 +367,17 @@ class Policy:
             with_entropy: Also return the per-token entropy of the predictive distribution.
 
         Returns:
-            Log-probs, shape (N, L_r), and the entropies (N, L_r) or None.
+            Log-probs, shape (N, L_r) (0 at padding), and the entropies (N, L_r) or None.
         """
-        logits = self._response_logits(prompt_ids, response).float()
+        pad = self.tokenizer.pad_token_id
+        logits = self._response_logits(prompt_ids, response)
+        logits = logits.to(torch.promote_types(logits.dtype, torch.float32))  # bf16 up to float32; float64 kept
+        # a new tensor (cat or gather of the model's output), not saved for backward: safe to edit in place.
+        # The most negative finite value, not -inf: its probability is exactly 0 and 0 * logp stays 0 in the entropy.
+        logits[..., pad] = torch.finfo(logits.dtype).min
         logp = F.log_softmax(logits, dim=-1)
         token_logp = torch.gather(logp, 2, response.unsqueeze(-1)).squeeze(-1)
+        token_logp = token_logp.masked_fill(response == pad, 0.0)  # padding after a finished row: no token
         entropy = -(logp.exp() * logp).sum(-1) if with_entropy else None
         return token_logp, entropy
 
@@ -418,17 +448,23 @@ def answer_stops(env: Any, mode: str, m: int, enabled: bool) -> tuple[str, ...]:
     return (stop,) if stop else ()
 
 
-def load_tokenizer(path: str | Path) -> Any:
+def load_tokenizer(path: str | Path, *, add_pad: bool = True) -> Any:
     """The tokenizer of a model directory, set up as the policy uses it (left padding, a chat template).
 
+    Args:
+        path: The model directory.
+        add_pad: Add a distinct pad token when the tokenizer has none or pads with EOS (the model then
+            needs a row for it, as `load_policy` gives it). False leaves the pad as saved, for a trainer
+            with its own convention (TRL pads with EOS and masks after the first EOS).
+
     Raises:
-        FileNotFoundError: If the directory or its tokenizer files are missing.
+        MissingDataError: If the directory or its tokenizer files are missing (a FileNotFoundError).
     """
     path = Path(path)
     if not path.is_dir():
-        raise FileNotFoundError(f"model directory {path} does not exist; pass model=<a local HF model dir> or omit it.")
+        raise MissingDataError(f"model directory {path} does not exist; pass model=<a local HF model dir> or omit it.")
     if not any((path / name).exists() for name in ("tokenizer.json", "tokenizer_config.json", "tokenizer.model")):
-        raise FileNotFoundError(
+        raise MissingDataError(
             f"{path} has no tokenizer files; save the tokenizer next to the model (tokenizer.save_pretrained)."
         )
     tokenizer_config = path / "tokenizer_config.json"
@@ -442,7 +478,7 @@ def load_tokenizer(path: str | Path) -> Any:
     else:
         tokenizer = AutoTokenizer.from_pretrained(path)
     tokenizer.padding_side = "left"
-    if tokenizer.pad_token is None or tokenizer.pad_token_id == tokenizer.eos_token_id:
+    if add_pad and (tokenizer.pad_token is None or tokenizer.pad_token_id == tokenizer.eos_token_id):
         # Llama-family tokenizers ship without a pad token. Padding with EOS would make EOS unsampleable
         # (generation suppresses the pad) and mask every EOS inside a prompt (e.g. Llama 3's end of
         # turn), so a distinct pad token is added; `load_policy` gives the model a row for it.
@@ -452,15 +488,37 @@ def load_tokenizer(path: str | Path) -> Any:
     return tokenizer
 
 
+def check_model_dir(path: str | Path) -> Policy:
+    """Load a model directory the user named (``model=``) on the CPU: the check before a run starts.
+
+    Returns:
+        The loaded policy (on the CPU).
+
+    Raises:
+        MissingDataError: If the directory, its config or its tokenizer files are missing.
+        DataFileError: If transformers cannot load it (the message names the directory and transformers' reason).
+    """
+    try:
+        return load_policy(path, "cpu")
+    except UserError:
+        raise
+    except (OSError, ValueError, KeyError) as exc:  # transformers' refusals: missing weights, unknown model type
+        reason = str(exc.args[0] if isinstance(exc, KeyError) and exc.args else exc).splitlines()[0]
+        raise DataFileError(
+            f"model={path} could not be loaded as a Hugging Face causal LM ({type(exc).__name__}: {reason}); give a "
+            "directory written by save_pretrained (config.json, weights, tokenizer)."
+        ) from exc
+
+
 def load_policy(path: str | Path, device: str = "cpu") -> Policy:
     """Load a model directory (``save_pretrained`` layout) with its tokenizer.
 
     Raises:
-        FileNotFoundError: If the directory, its weights or its tokenizer are missing.
+        MissingDataError: If the directory, its weights or its tokenizer are missing (a FileNotFoundError).
     """
     path = Path(path)
     if path.is_dir() and not (path / "config.json").exists():
-        raise FileNotFoundError(f"{path} has no config.json: it is not a Hugging Face model directory.")
+        raise MissingDataError(f"{path} has no config.json: it is not a Hugging Face model directory.")
     tokenizer = load_tokenizer(path)
     model = AutoModelForCausalLM.from_pretrained(path)
     embeddings: Any = model.get_input_embeddings()

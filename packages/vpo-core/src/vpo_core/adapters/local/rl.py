@@ -271,9 +271,13 @@ def _log_probs_by_length(
     policy: Policy, prompt_ids: torch.Tensor, response: torch.Tensor, lengths: torch.Tensor, *, split: bool
 ) -> torch.Tensor:
     """`Policy.log_probs` of every row, computed per `_parts` part; shape (N, L_response), 0 past each part's width."""
-    out = torch.zeros(response.shape, dtype=torch.float32, device=response.device)
+    out: torch.Tensor | None = None
     for rows, width in _parts(lengths, torch.arange(response.shape[0], device=response.device), split=split):
-        out[rows, :width] = policy.log_probs(prompt_ids[rows], response[rows, :width])[0]
+        part = policy.log_probs(prompt_ids[rows], response[rows, :width])[0]
+        if out is None:  # in the log-probs' dtype (float32, or float64 for a float64 model)
+            out = torch.zeros(response.shape, dtype=part.dtype, device=response.device)
+        out[rows, :width] = part
+    assert out is not None  # _parts returns at least one part
     return out
 
 

@@ -35,13 +35,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vpo_core.errors import RunDirError
+
 __all__ = ["RunDir", "RunDirError", "model_digest"]
 
 Log = Callable[[str], None]
-
-
-class RunDirError(ValueError):
-    """A run directory that cannot be used as it is; the message names the file and what to do."""
 
 
 def model_digest(model_dir: Path) -> str:

@@ -20,6 +20,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from vpo_core.errors import ConfigError
+
 __all__ = ["Tracker", "TrackerSet", "check_trackers", "open_trackers"]
 
 _PACKAGES = {"tensorboard": "tensorboard", "wandb": "wandb"}
@@ -46,7 +48,7 @@ class _TensorBoard:
         try:
             from torch.utils.tensorboard import SummaryWriter
         except ImportError:
-            raise ValueError(
+            raise ConfigError(
                 "logger=tensorboard needs the tensorboard package: pip install 'vpo-core[tracking]' (or uv pip install "
                 "tensorboard), or drop it from logger=."
             ) from None
@@ -66,7 +68,7 @@ class _Wandb:
         try:
             import wandb
         except ImportError:
-            raise ValueError(
+            raise ConfigError(
                 "logger=wandb needs the wandb package: pip install 'vpo-core[tracking]' (WANDB_MODE=offline works without an "
                 "account), or drop it from logger=."
             ) from None
@@ -117,12 +119,12 @@ def check_trackers(names: Sequence[str]) -> None:
     """Check, without importing them, that the trackers' packages are installed (before any warm-up).
 
     Raises:
-        ValueError: Naming the package to install, as `open_trackers` would, minutes earlier.
+        ConfigError: Naming the package to install, as `open_trackers` would, minutes earlier.
     """
     for name in names:
         package = _PACKAGES.get(name)
         if package is not None and not _installed(package):
-            raise ValueError(
+            raise ConfigError(
                 f"logger={name} needs the {package} package: pip install 'vpo-core[tracking]' (or uv pip install "
                 f"{package}), or drop it from logger=."
             )
@@ -132,7 +134,7 @@ def open_trackers(names: Sequence[str], run_dir: Path, *, config: Mapping[str, A
     """Open the trackers named in ``logger=`` (``console`` is the progress bar and needs nothing here).
 
     Raises:
-        ValueError: Naming the package to install if a tracker's package is missing.
+        ConfigError: Naming the package to install if a tracker's package is missing.
     """
     trackers: list[Any] = []
     for name in names:
@@ -141,5 +143,5 @@ def open_trackers(names: Sequence[str], run_dir: Path, *, config: Mapping[str, A
         elif name == "wandb":
             trackers.append(_Wandb(Path(run_dir), config))
         elif name != "console":
-            raise ValueError(f"unknown logger {name!r}; choose console, tensorboard or wandb.")
+            raise ConfigError(f"unknown logger {name!r}; choose console, tensorboard or wandb.")
     return TrackerSet(trackers)

@@ -36,6 +36,7 @@ from vpo_core.adapters.local.config import TrainConfig, parse_overrides
 from vpo_core.adapters.local.errors import NonFiniteLossError
 from vpo_core.adapters.local.rundir import RunDir, RunDirError
 from vpo_core.adapters.local.sampling import SamplingSettings
+from vpo_core.errors import ConfigError, DataFileError, MissingDataError, UserError
 
 __all__ = ["NonFiniteLossError", "RunState", "main", "preflight", "run"]
 
@@ -45,24 +46,22 @@ def _log(message: str) -> None:
 
 
 def main(argv: list[str]) -> int:
-    """Entry point of the local engine (``apps/train.py engine=local``): 0 on success, 2 on bad input."""
-    from vpo_core.cli_config import ConfigError, HelpRequested
+    """Entry point of the local engine (``apps/train.py engine=local``): 0 on success, 2 on bad input.
+
+    A user error (`vpo_core.errors.UserError`: a bad option, an unusable file or run directory, missing
+    data) is printed as one line and returns 2; any other exception propagates with its traceback.
+    """
+    from vpo_core.cli_config import HelpRequested
 
     try:
         config = preflight(parse_overrides(argv))
+        with termination_as_exit():
+            run(config)
     except HelpRequested as exc:
         print(exc.text)
         return 0
-    except (ConfigError, ValueError, KeyError, FileNotFoundError) as exc:
-        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
-        _log(f"error: {message}")
-        return 2
-    try:
-        with termination_as_exit():
-            run(config)
-    except (ValueError, KeyError, FileNotFoundError, RunDirError) as exc:
-        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
-        _log(f"error: {message}")
+    except UserError as exc:
+        _log(f"error: {exc}")
         return 2
     return 0
 
@@ -99,17 +98,19 @@ def preflight(config: TrainConfig) -> TrainConfig:
     Imports only the env's package.
 
     Raises:
-        KeyError: An unknown env id.
-        ValueError: An env option the constructor does not take, or a missing tracker package.
-        FileNotFoundError: ``model=`` names no directory.
+        ConfigError: An unknown env id, an env option the constructor does not take, or a missing tracker package.
+        MissingDataError: ``model=`` names no directory.
     """
     from vpo_core.adapters.local.trackers import check_trackers
     from vpo_core.env_options import check_env
 
-    env_id, options = check_env(config.env, config.env_options, warn=_log)
+    try:
+        env_id, options = check_env(config.env, config.env_options, warn=_log)
+    except (KeyError, ValueError) as exc:  # the registry's and the options' checks of what the user wrote
+        raise ConfigError(exc.args[0] if exc.args else str(exc)) from exc
     check_trackers(config.loggers)
     if config.model is not None and not Path(config.model).is_dir():
-        raise FileNotFoundError(
+        raise MissingDataError(
             f"model={config.model} is not a directory; give a local Hugging Face model directory (config.json, "
             "tokenizer and weights), or leave model= out to build the default small model."
         )
@@ -201,39 +202,72 @@ def _quiet_hf() -> Iterator[None]:
             hf_logging.enable_progress_bar()
 
 
+def make_env(env_id: str, options: dict[str, Any]) -> Any:
+    """`vpo_core.make`, with the constructor's refusal of an option reported as the user's error.
+
+    Raises:
+        ConfigError: An unknown env id, or an ``env.<key>=`` value the env's constructor refuses.
+    """
+    import vpo_core
+
+    try:
+        return vpo_core.make(env_id, **options)
+    except (KeyError, ValueError) as exc:  # the constructor validates the user's env.<key>= options
+        raise ConfigError(f"env={env_id}: {exc.args[0] if exc.args else exc}") from exc
+
+
+def env_tasks(env: Any, split: str) -> list[Any]:
+    """The tasks of a split, with missing or malformed data reported as the user's error.
+
+    Raises:
+        MissingDataError: The env's data files are not there (the message says how to get them).
+        DataFileError: A data file does not have the expected format (`vpo_core.data.DataError`).
+    """
+    from vpo_core.data import DataError
+
+    try:
+        return list(env.tasks(split))
+    except UserError:
+        raise
+    except FileNotFoundError as exc:
+        raise MissingDataError(str(exc)) from exc
+    except DataError as exc:
+        raise DataFileError(str(exc)) from exc
+
+
 # ------------------------------------------------------------------------------------ phases
 def open_run(config: TrainConfig) -> RunState:
     """Make the env, pick the tasks, check and recover the run directory, save the config.
 
     Raises:
-        ValueError: If the directory holds a run with other settings, or the device is unavailable.
+        ConfigError: If the device is unavailable or the env's constructor refuses an option.
+        RunDirError: If the directory holds a run with other settings.
+        MissingDataError, DataFileError: If the env's data or the ``model=`` directory is missing or unusable.
     """
     import torch
 
-    import vpo_core
+    from vpo_core.adapters.local.policy import check_model_dir
 
     torch.set_num_threads(config.threads)
     if config.device.startswith("cuda") and not torch.cuda.is_available():
-        raise ValueError("device=cuda was asked for but torch sees no CUDA device; use device=cpu.")
-    env = vpo_core.make(config.env, **config.env_options)
+        raise ConfigError("device=cuda was asked for but torch sees no CUDA device; use device=cpu.")
+    env = make_env(config.env, config.env_options)
     if config.model is not None:
-        from vpo_core.adapters.local.policy import load_policy
-
         with _quiet_hf():
-            load_policy(config.model, "cpu")  # fail early, with the loader's message, on a bad model directory
+            check_model_dir(config.model)  # fail early, with the loader's message, on a bad model directory
     run_dir = RunDir(config.run_dir)
     if run_dir.exists():
         previous = run_dir.read_config()
         identity = config.identity()
         different = {k: (previous.get(k), v) for k, v in identity.items() if previous.get(k) != v}
         if different:
-            raise ValueError(
+            raise RunDirError(
                 f"{run_dir.path} holds a run with different settings {different}; pass out=<new dir> for a new run "
                 "or repeat the original arguments to resume it."
             )
         run_dir.recover(_log)
-    train_tasks = list(env.tasks("train"))  # a missing dataset stops here, before anything is written
-    test_tasks = list(env.tasks("test"))[: config.eval_tasks]
+    train_tasks = env_tasks(env, "train")  # a missing dataset stops here, before anything is written
+    test_tasks = env_tasks(env, "test")[: config.eval_tasks]
     run_dir.write_config({**config.to_json(), "data_source": env.data_source()})
     profile, m = env.profile, int(config.m or 1)
     rollout = SamplingSettings.resolve(

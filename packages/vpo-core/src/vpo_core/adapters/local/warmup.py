@@ -21,6 +21,7 @@ import torch.nn.functional as F
 
 from vpo_core.adapters.local.policy import Policy, left_padded_positions
 from vpo_core.env import TextEnv
+from vpo_core.errors import ConfigError
 from vpo_core.types import Task
 
 __all__ = ["completion_loss", "warm_up"]
@@ -88,7 +89,10 @@ def warm_up(
             texts.append(prompts[task.id])
             completions.append(completion + tok.eos_token)
         if not texts:
-            raise ValueError(f"{env.env_id} offers no demonstrations or reference completions to warm up on.")
+            raise ConfigError(
+                f"{env.env_id} offers no demonstrations or reference completions to warm up on; pass "
+                "model=<a warm-started model dir> or warmup_steps=0."
+            )
         prompt_ids = tok(texts, add_special_tokens=False)["input_ids"]
         completion_ids = tok(completions, add_special_tokens=False)["input_ids"]
         loss = completion_loss(policy, prompt_ids, completion_ids)

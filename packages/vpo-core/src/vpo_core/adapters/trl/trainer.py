@@ -11,14 +11,21 @@ TRL's generation, reference model and loss, and replaces only that advantage:
 2. After TRL's own scoring, the override gathers every process's training rewards (TRL puts the
    G completions of a prompt next to each other in the generation batch), runs
    `vpo_core.compute_advantages` on the (B, G, m, d) batch with group keys ``(step, group, task)``,
-   and puts this process's slice into ``output["advantages"]``, the tensor TRL's loss reads.
+   and puts this process's slice into ``output["advantages"]``, the tensor TRL's loss reads. TRL has
+   already logged its own group-normalised advantages of the scalar reward by then (its completions
+   table): the override replaces those too, so what is logged is what was trained on.
+3. With ``stop_strings`` (the env's `TextEnv.answer_stop`), generation ends where a completion's last
+   answer closes, as in the local engine; the tokens after the stop (TRL would keep the padding that
+   follows it as completion tokens) are dropped before scoring and training.
 
 The loss is TRL's (see the README's "Training with TRL" for how the paper's loss maps onto it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -82,6 +89,7 @@ class VPOGRPOTrainer(GRPOTrainer):
         weight_sampler: ``"dirichlet"`` or ``"sobol"``.
         std: z-score convention, ``"population"`` (the paper) or ``"unbiased"``.
         goal_weights: goal_cond only: each task's prompt weights by task index, shape (n_tasks, d).
+        stop_strings: Texts that end a completion besides EOS (the env's answer end); empty: EOS and the budget.
         **kwargs: GRPOTrainer's keyword arguments.
 
     Attributes:
@@ -101,9 +109,11 @@ class VPOGRPOTrainer(GRPOTrainer):
         weight_sampler: str = "dirichlet",
         std: str = "population",
         goal_weights: np.ndarray | None = None,
+        stop_strings: Sequence[str] = (),
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
+        self.stop_strings = tuple(s for s in stop_strings if s)
         scorers = [f for f in self.reward_funcs if isinstance(f, EnvScorer)]
         if len(self.reward_funcs) != 1 or not scorers:
             raise ValueError(
@@ -174,5 +184,74 @@ class VPOGRPOTrainer(GRPOTrainer):
         output["advantages"] = torch.as_tensor(
             local, dtype=output["advantages"].dtype, device=output["advantages"].device
         )
+        self._replace_logged_advantages(advantages)
         self._metrics[mode]["vpo/advantage_abs_mean"].append(float(np.abs(advantages).mean()))
+        self._metrics[mode]["vpo/advantages/mean"].append(float(advantages.mean()))
+        self._metrics[mode]["vpo/advantages/min"].append(float(advantages.min()))
+        self._metrics[mode]["vpo/advantages/max"].append(float(advantages.max()))
         return output
+
+    def _replace_logged_advantages(self, advantages: np.ndarray) -> None:
+        """Put `advantages` (all processes, TRL's order) in place of the ones TRL logged for this batch.
+
+        TRL appends its own group-normalised advantages of the scalar reward to ``_logs["advantages"]``
+        (the completions table: printed, written to ``completions/*.parquet``, sent to trackers) before
+        this override replaces the tensor its loss reads; the batch's entries are the last ones.
+        """
+        logged: Any = self._logs["advantages"]  # a deque
+        for _ in range(min(len(advantages), len(logged))):
+            logged.pop()
+        logged.extend(float(a) for a in advantages)
+
+    # ------------------------------------------------------------------------------ stop strings
+    def _generate_single_turn(self, *args: Any, **kwargs: Any) -> tuple[list[list[int]], Any]:
+        """TRL's generation, ending each completion at the first of `stop_strings` as well as at EOS."""
+        if not self.stop_strings:
+            return super()._generate_single_turn(*args, **kwargs)
+        with self._generate_with_stop_strings():
+            completion_ids, logprobs = super()._generate_single_turn(*args, **kwargs)
+        cut = [self._cut_at_stop(list(ids)) for ids in completion_ids]
+        if logprobs is not None:
+            logprobs = [lp[: len(ids)] for lp, ids in zip(logprobs, cut, strict=True)]
+        return cut, logprobs
+
+    @contextmanager
+    def _generate_with_stop_strings(self) -> Iterator[None]:
+        """While the block runs, transformers' ``generate`` stops at `stop_strings` (it needs the tokenizer for them).
+
+        TRL calls ``generate`` with its generation config only; the stop strings go into that config and
+        the unwrapped model's ``generate`` gets the tokenizer (an instance attribute, removed afterwards).
+        """
+        model = self.accelerator.unwrap_model(self.model)
+        config = self.generation_config
+        previous = config.stop_strings
+        config.stop_strings = list(self.stop_strings)
+        model.generate = functools.partial(model.generate, tokenizer=self._tokenizer)
+        try:
+            yield
+        finally:
+            del model.generate
+            config.stop_strings = previous
+
+    def _cut_at_stop(self, ids: list[int]) -> list[int]:
+        """`ids` up to the token whose text completes the first stop string (all of them if none does).
+
+        The shortest prefix whose decoded text holds a stop string, found by bisection (holding one is
+        monotone in the prefix length). What follows (padding after the stop, which TRL's EOS mask keeps
+        unless the pad is an EOS, or text a sampler wrote past it) is neither scored nor trained on.
+        """
+
+        def holds(n: int) -> bool:
+            text = self._tokenizer.decode(ids[:n], skip_special_tokens=True)
+            return any(stop in text for stop in self.stop_strings)
+
+        if not ids or not holds(len(ids)):
+            return ids
+        low, high = 1, len(ids)  # holds(high) is true; find the least such n
+        while low < high:
+            middle = (low + high) // 2
+            if holds(middle):
+                high = middle
+            else:
+                low = middle + 1
+        return ids[:high]
