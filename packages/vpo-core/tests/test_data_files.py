@@ -134,3 +134,12 @@ def test_a_proxy_is_probed_instead_of_the_endpoint(monkeypatch):
     monkeypatch.delenv("NO_PROXY", raising=False)
     monkeypatch.delenv("no_proxy", raising=False)
     assert "127.0.0.1:9" in data.hub_unreachable_reason(timeout_s=1.0)
+
+
+def test_a_data_error_is_a_user_error_the_commands_report_in_one_line():
+    from vpo_core.data import DataError
+    from vpo_core.errors import DataFileError, UserError
+
+    assert issubclass(DataError, DataFileError)
+    assert issubclass(DataError, UserError)
+    assert issubclass(DataError, ValueError)  # callers that caught ValueError still do

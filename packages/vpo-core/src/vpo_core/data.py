@@ -30,6 +30,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from vpo_core.errors import DataFileError
+
 __all__ = [
     "DataError",
     "RowReader",
@@ -50,8 +52,11 @@ _SHA = re.compile(r"[0-9a-f]{40}")
 _TRUE = {"1", "true", "yes", "on"}
 
 
-class DataError(ValueError):
-    """A data file or row does not have the upstream format; the message names where and what is expected."""
+class DataError(DataFileError):
+    """A data file or row does not have the upstream format; the message names where and what is expected.
+
+    A `vpo_core.errors.DataFileError` (so also a ValueError): the engines' commands report it in one line.
+    """
 
 
 # ------------------------------------------------------------------------------------------ files
