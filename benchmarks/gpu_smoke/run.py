@@ -495,7 +495,7 @@ def part_main(engine: str, model_dir: Path, work: Path, settings: Settings, devi
         result = {"status": "failed", "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()}
         try:
             result["peak_cuda_memory"] = _peak(device)
-        except Exception:  # a broken CUDA context cannot report its memory
+        except RuntimeError:  # a broken CUDA context cannot report its memory (torch raises RuntimeError)
             result["peak_cuda_memory"] = None
     result["seconds"] = round(time.perf_counter() - start, 2)
     (work / f"{engine}.json").write_text(json.dumps(result, indent=1))

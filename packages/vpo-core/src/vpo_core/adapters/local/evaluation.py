@@ -14,8 +14,18 @@ __all__ = [
     "KS",
     "EvalResult",
     "Sampler",
+    "before_after",
     "evaluate_policy",
     "goal_weights_for_eval",
     "markdown_table",
     "pool_metrics",
 ]
+
+
+def before_after(init: EvalResult, final: EvalResult) -> dict[str, object]:
+    """The report's comparison of an evaluation before and after RL (both engines' ``report.json`` keys)."""
+    return {
+        "warm_started": init.metrics,
+        "after_rl": final.metrics,
+        "learned": final.metrics["mean_w_star"] > init.metrics["mean_w_star"],
+    }

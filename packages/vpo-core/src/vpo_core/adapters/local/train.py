@@ -541,24 +541,17 @@ def write_report(
     state: RunState, history: list[dict[str, Any]], init: Any, final: Any, *, run_id: str, started: float
 ) -> dict[str, Any]:
     """Plots, ``report.md`` and ``report.json`` (with the time of each phase)."""
-    from vpo_core.adapters.local.evaluation import markdown_table
+    from vpo_core.adapters.local.evaluation import before_after, markdown_table
     from vpo_core.adapters.local.plots import plot_best_at_k, plot_training
 
     config, run_dir = state.config, state.run_dir
     report: dict[str, Any] = {"config": config.to_json(), "run_dir": str(run_dir.path), "run_id": run_id}
     if history:
         plot_training(history, run_dir.training_plot, title=f"{config.env} · {config.method}")
-    timing_lines = ""
     if init is not None and final is not None:
         table = markdown_table([init, final])
         plot_best_at_k([init, final], run_dir.best_at_k_plot, title=f"{config.env} test · {config.method}")
-        report.update(
-            {
-                "warm_started": init.metrics,
-                "after_rl": final.metrics,
-                "learned": final.metrics["mean_w_star"] > init.metrics["mean_w_star"],
-            }
-        )
+        report.update(before_after(init, final))
     state.timings["total"] = round(time.perf_counter() - started, 1)
     report["seconds"] = state.timings["total"]
     report["phase_seconds"] = dict(state.timings)

@@ -446,19 +446,13 @@ def write_report(
 ) -> dict[str, Any]:
     """``report.json`` (the local engine's keys), ``report.md`` and ``best_at_k.png`` of a TRL run."""
     from vpo_core import strict_json
-    from vpo_core.adapters.local.evaluation import markdown_table
+    from vpo_core.adapters.local.evaluation import before_after, markdown_table
     from vpo_core.adapters.local.plots import plot_best_at_k
 
     run_dir = config.run_dir
     report: dict[str, Any] = {"config": asdict(config), "run_dir": str(run_dir), "run_id": run_id}
     if init is not None and final is not None:
-        report.update(
-            {
-                "warm_started": init.metrics,
-                "after_rl": final.metrics,
-                "learned": final.metrics["mean_w_star"] > init.metrics["mean_w_star"],
-            }
-        )
+        report.update(before_after(init, final))
     p.timings["total"] = round(time.perf_counter() - started, 1)
     report["seconds"] = p.timings["total"]
     report["phase_seconds"] = dict(p.timings)
