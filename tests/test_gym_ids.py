@@ -31,11 +31,28 @@ def test_module_prefixed_id_works_without_importing_the_package():
         env = gymnasium.make("env_maze:vpo/Maze-v1", split="test", mode="multi", m=3)
         observation, info = env.reset(seed=0, options={"index": 0})
         _, reward, terminated, _, info = env.step("no answer")
-        print(type(env.unwrapped).__name__, info["rewards"].shape, terminated, "env_maze" in sys.modules)
+        print(type(env.unwrapped).__name__, reward.shape, info["candidate_rewards"].shape, terminated, "env_maze" in sys.modules)
         """
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["TextGymEnv", "(3,", "4)", "True", "True"]
+    assert result.stdout.split() == ["TextGymEnv", "(4,)", "(3,", "4)", "True", "True"]
+
+
+def test_mo_gymnasium_make_takes_the_module_prefixed_id():
+    """MO-Gymnasium's `make` (gymnasium's, with the passive checker off): the vector reward, no warning."""
+    result = _fresh(
+        """
+        import warnings
+        import mo_gymnasium as mo_gym  # (its own envs import pygame, which warns about pkg_resources)
+        warnings.simplefilter("error")
+        env = mo_gym.make("env_maze:vpo/Maze-v1", split="test")
+        env.reset(seed=0)
+        _, reward, *_ = env.step("no answer")
+        print(env.unwrapped.reward_space, reward.dtype, reward.tolist())
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "Box(0.0, 1.0, (4,), float32) float32 [0.0, 0.0, 0.0, 0.0]"
 
 
 def test_bare_id_needs_the_package_imported_first():

@@ -214,21 +214,86 @@ def test_env_pickles_and_keeps_scoring():
 
 
 # ------------------------------------------------------------------------------------------ gym
-def test_gym_view_passes_gymnasiums_checker():
+def test_gym_view_passes_gymnasiums_checker_with_mo_gymnasiums_vector_reward():
     from gymnasium.utils.env_checker import check_env as gym_check_env
 
     from vpo_core.gym import as_gym
 
-    genv = as_gym(DigitsEnv(), split="test", mode="multi", m=2)
-    gym_check_env(genv, skip_render_check=True)
+    genv = as_gym(DigitsEnv(), split="test", mode="single")
+    # gymnasium's checker asks for a float reward, warning only (MO-Gymnasium's `make` turns this check off)
+    with pytest.warns(UserWarning, match="reward returned by `step\\(\\)` must be a float"):
+        gym_check_env(genv, skip_render_check=True)
+    assert genv.reward_space.shape == (3,)
+    assert genv.reward_space.dtype == np.float32
+    assert (genv.reward_dim, genv.reward_names) == (3, ("a", "b", "c"))
     obs, info = genv.reset(seed=3, options={"index": 1})
     assert "Guess digits." in obs
     assert info["task_id"] == "digits/test/1"
-    _, reward, terminated, truncated, info = genv.step("<response_2>5 0 1</response_2>")
-    assert (reward, terminated, truncated) == (1.0, True, False)
-    assert info["rewards"].shape == (2, 3)
+    _, reward, terminated, truncated, info = genv.step("5 9 1")
+    assert (terminated, truncated) == (True, False)
+    assert reward.dtype == np.float32
+    assert reward.tolist() == [1.0, 0.0, 1.0]
+    assert info["candidate_rewards"].tolist() == [[1.0, 0.0, 1.0]]
     with pytest.raises(ValueError, match="options\\['index'\\]"):
         genv.reset(options={"index": 99})
+    with pytest.raises(ValueError, match="m must be 1"):
+        as_gym(DigitsEnv(), mode="single", m=2)
+
+
+def test_gym_view_in_multi_mode_returns_the_best_of_the_m_answers_per_dimension():
+    mo_gym = pytest.importorskip("mo_gymnasium")
+
+    from vpo_core.gym import as_gym
+
+    genv = as_gym(DigitsEnv(), split="test", mode="multi", m=2)
+    assert genv.reward_space.shape == (3,), "multi mode keeps MO-Gymnasium's (d,) reward"
+    scalar_env = mo_gym.wrappers.LinearReward(genv, weight=genv.w_star)
+    scalar_env.reset(options={"index": 1})  # digits 5 0 1
+    _, scalar, _, _, info = scalar_env.step("<response_1>5 9 9</response_1><response_2>9 0 1</response_2>")
+    assert info["candidate_rewards"].tolist() == [[1, 0, 0], [0, 1, 1]]
+    assert info["vector_reward"].tolist() == [1, 1, 1]  # each digit is right in some answer
+    assert scalar == pytest.approx(1.0)  # w*·(the set's ideal point) ...
+    assert (info["candidate_rewards"] @ info["w_star"]).max() == pytest.approx(2 / 3)  # ... >= best-of-m under w*
+
+
+class _FewerDimsDigitsEnv(DigitsEnv):
+    """Task 0 scores its first two digits only (a per-task dimension count, like env-lcb's tests)."""
+
+    def spec_for(self, task):
+        return RewardSpec.uniform(["a", "b"]) if task.index == 0 else SPEC
+
+    def reward(self, task, candidate):
+        return super().reward(task, candidate)[: self.spec_for(task).dim]
+
+
+class _RenamedDimsDigitsEnv(DigitsEnv):
+    def spec_for(self, task):
+        return RewardSpec.uniform(["b", "a"])
+
+
+def test_gym_view_pads_a_tasks_fewer_dimensions_and_rejects_misplaced_ones():
+    from vpo_core.gym import as_gym
+
+    genv = as_gym(_FewerDimsDigitsEnv(), split="test")
+    _, info = genv.reset(options={"index": 0})  # digits 5 0 0
+    assert info["w_star"].tolist() == [0.5, 0.5, 0.0]
+    _, reward, _, _, info = genv.step("5 0 0")
+    assert reward.tolist() == [1.0, 1.0, 0.0]  # zero beyond the task's two dimensions
+    assert info["candidate_rewards"].shape == (1, 3)
+    renamed = as_gym(_RenamedDimsDigitsEnv(), split="test")
+    with pytest.raises(ValueError, match="must be a prefix of the env's"):
+        renamed.reset(options={"index": 0})
+
+
+def test_gym_view_pickles_without_its_task_list():
+    from vpo_core.gym import as_gym
+
+    genv = as_gym(DigitsEnv(), split="test")
+    genv.reset(seed=5)
+    assert "_tasks" not in genv.__getstate__()
+    clone = pickle.loads(pickle.dumps(genv))
+    assert clone.reset()[1]["task_id"] == genv.reset()[1]["task_id"]
+    assert clone.step("5 0 2")[1].tolist() == genv.step("5 0 2")[1].tolist()
 
 
 class CountingDigitsEnv(DigitsEnv):
