@@ -11,6 +11,7 @@ import pytest
 import vpo_core
 from env_lcb import LcbEnv, extract_code
 from env_lcb.cli import main as cli_main
+from vpo_core.errors import ConfigError
 from vpo_core.testing import check_env
 
 pytestmark = pytest.mark.sandbox
@@ -104,6 +105,37 @@ def test_bad_config_and_offline_errors():
         LcbEnv().tasks("test")
     with pytest.raises(FileNotFoundError, match="no test"):
         LcbEnv(data_dir=DATA, source="lcb_lite").tasks("test")
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "limit"),
+    [
+        ("time_limit_s", float("inf"), r"time_limit_s must be a number of CPU seconds in \(0, 3600\], got inf"),
+        ("time_limit_s", float("nan"), r"in \(0, 3600\], got nan"),
+        ("time_limit_s", 0, r"in \(0, 3600\], got 0"),
+        ("time_limit_s", -1.5, r"in \(0, 3600\], got -1.5"),
+        ("time_limit_s", 1e9, r"in \(0, 3600\], got 1000000000.0"),
+        ("time_limit_s", True, r"in \(0, 3600\], got True"),
+        ("time_limit_s", "6", r"in \(0, 3600\], got '6'"),
+        ("workers", -1, r"workers must be an int in \[1, 256\].*got -1"),
+        ("workers", 0, r"workers must be an int in \[1, 256\].*got 0"),
+        ("workers", True, r"workers must be an int in \[1, 256\].*got True"),
+        ("workers", 2.5, r"workers must be an int in \[1, 256\].*got 2.5"),
+        ("workers", 10**6, r"workers must be an int in \[1, 256\].*got 1000000"),
+    ],
+)
+def test_limits_refused_at_parse_time_naming_the_limit(option, value, limit):
+    # before any data or sandbox exists, as the project's user error (one line on the command lines)
+    for build in (lambda: LcbEnv(**{option: value}), lambda: vpo_core.make("lcb-v1", **{option: value})):
+        with pytest.raises(ConfigError, match=limit):
+            build()
+
+
+def test_limits_at_the_edges_are_accepted():
+    config = LcbEnv(time_limit_s=3600, workers=np.int64(2)).config
+    assert (config.time_limit_s, config.workers) == (3600.0, 2)
+    assert isinstance(config.workers, int)
+    assert LcbEnv(time_limit_s=1e-3).config.time_limit_s == 1e-3
 
 
 def test_registry_and_cli(tmp_path, capsys):

@@ -96,6 +96,11 @@ SOLUTION = "a, b = map(int, input().split())\nprint(a + b)\n"
         '"""Module docstring."""\n' + SOLUTION.replace("\n", "  # why\n"),
         "a,b=map(int,input().split())\n\n\nprint(a+b)",
         "def f():\n    'doc'\n    return 1\n" + SOLUTION,  # compared with the same function without its docstring
+        "_ = 0\n" + SOLUTION,  # issue 37: an assignment nothing reads
+        "_ = 0\n_ = 1\nunused = (1, -2.5, 'x', [None], {3: 'y'}, {4})\n" + SOLUTION,
+        SOLUTION.replace("print", "pad = ...\nprint") + "tail = b'bytes'\n",
+        "x = y = 0\n" + SOLUTION,
+        "def g():\n    t = 1\n    return 2\n" + SOLUTION,  # compared with g without the local
     ],
 )
 def test_copies_that_differ_only_in_what_never_runs_are_duplicates(copy):
@@ -103,7 +108,7 @@ def test_copies_that_differ_only_in_what_never_runs_are_duplicates(copy):
 
     env = _lcb_env()
     task = env.tasks("test")[0]
-    original = "def f():\n    return 1\n" + SOLUTION if copy.startswith("def f") else SOLUTION
+    original = {"def f": "def f():\n    return 1\n", "def g": "def g():\n    return 2\n"}.get(copy[:5], "") + SOLUTION
     keys = [env.dedup_key(task, Candidate(index=i, text=t, answer=t)) for i, t in enumerate((original, copy))]
     assert keys[0] == keys[1]
 
@@ -115,6 +120,18 @@ def test_copies_that_differ_only_in_what_never_runs_are_duplicates(copy):
         SOLUTION + "if False:\n    print(0)\n",  # looks dead, is code: kept distinct
         "a, b = map(int, input().split())\nprint(b + a)\n",
         "def f():\n    pass\n" + SOLUTION,
+        "_ = input()\n" + SOLUTION,  # consumes a line: not a literal
+        "a = 0\n" + SOLUTION,  # the name is read later (before being reassigned, it could be)
+        "_ = 0\nprint(_)\n" + SOLUTION,
+        "_ = 0\nprint(globals()['_'])\n" + SOLUTION,
+        "_ = 0\nprint(vars())\n" + SOLUTION,  # reflection: every assignment stays
+        "_ = 0\nimport sys\nprint(sys.modules['__main__'])\n" + SOLUTION,
+        "_ = 0\nprint(eval('_'))\n" + SOLUTION,
+        "__builtins__ = 0\n" + SOLUTION,  # dunder names change how the module runs
+        "Solution = 0\n" + SOLUTION,  # the harness looks it up
+        "_ = 10 ** 9\n" + SOLUTION,  # an operation, not a literal
+        "_ = [x]\n" + SOLUTION,  # reads a name (NameError here)
+        "def f():\n    global _\n    _ = 0\n" + SOLUTION,
     ],
 )
 def test_programs_that_differ_in_code_stay_distinct(other):
@@ -124,3 +141,16 @@ def test_programs_that_differ_in_code_stay_distinct(other):
     task = env.tasks("test")[0]
     keys = [env.dedup_key(task, Candidate(index=i, text=t, answer=t)) for i, t in enumerate((SOLUTION, other))]
     assert keys[0] != keys[1]
+
+
+def test_class_attributes_and_the_functional_entry_point_stay():
+    from env_lcb._dedup import program_key
+
+    method = "class Solution:\n    def f(self):\n        return 1\n"
+    assert program_key(method) != program_key(method.replace("    def", "    k = 0\n    def"))  # an attribute
+    assert program_key(method) != program_key(method.replace("    def", "    if True:\n        k = 0\n    def"))
+    top = "def helper():\n    return 1\n"
+    assert program_key(top) == program_key(top + "solve = 0\n")
+    assert program_key(top, keep=("solve",)) != program_key(top + "solve = 0\n", keep=("solve",))
+    # the function's own locals are not class attributes: dropped there too
+    assert program_key(method) == program_key(method.replace("        return", "        k = 0\n        return"))

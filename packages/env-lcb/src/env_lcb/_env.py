@@ -115,9 +115,11 @@ class LcbEnv(LcbSearchMixin, TextEnv[Problem, str]):
     def dedup_key(self, task: Task[Problem], candidate: Candidate[str]) -> Hashable | None:
         """The normalised program; an empty answer is dropped.
 
-        `program_key`: the syntax tree without comments, layout, docstrings, bare constants or ``pass``.
+        `program_key`: the syntax tree without comments, layout, docstrings, bare constants, ``pass``
+        or literal assignments to names nothing else mentions (the functional entry point is kept).
         """
-        return program_key(candidate.answer) if candidate.answer else None
+        fn_name = task.payload.fn_name
+        return program_key(candidate.answer, keep=(fn_name,) if fn_name else ()) if candidate.answer else None
 
     def reward(self, task: Task[Problem], candidate: Candidate[str]) -> NDArray[np.float64]:
         """Per-test pass indicators, shape (d,)."""

@@ -34,6 +34,7 @@ import atexit
 import contextlib
 import json
 import logging
+import math
 import os
 import re
 import select
@@ -81,6 +82,9 @@ DEV_LINKS = (
     ("stderr", "/proc/self/fd/2"),
 )
 TASKS_PER_TEST = 32  # processes + threads one test may hold at once, its main thread included (RLIMIT_NPROC)
+# RLIMIT_SIGPENDING of every test child: queued signals (POSIX timers included) a worker's tests may hold at once,
+# also what they can take from the host uid's quota (seccomp already denies every call that queues one)
+SIGPENDING_PER_TEST = 16
 FRAME = struct.Struct(">cII")  # kind, JSON header length, raw bytes length
 MAX_HEADER = 1 << 20
 STDERR_TAIL = 2000
@@ -694,12 +698,12 @@ class Sandbox:
             the first failure.
 
         Raises:
-            ValueError: For an empty test list (it would pass vacuously) or limits that are not positive.
+            ValueError: For an empty test list (it would pass vacuously) or limits that are not positive and finite.
         """
         if not tests:
             raise ValueError("a program needs at least one test; an empty test list would pass vacuously.")
-        if not (time_limit_s > 0 and memory_mb > 0 and output_mb > 0):
-            raise ValueError(f"limits must be positive, got {time_limit_s=}, {memory_mb=}, {output_mb=}.")
+        if not all(0 < limit < math.inf for limit in (time_limit_s, memory_mb, output_mb)):
+            raise ValueError(f"limits must be positive and finite, got {time_limit_s=}, {memory_mb=}, {output_mb=}.")
         n = len(tests)
         job: dict[str, Any] = {
             "code": str(code),
@@ -713,6 +717,7 @@ class Sandbox:
             # RLIMIT_NPROC counts the broker and the zygote too; in degraded mode it would count every
             # process of this host user, so no task cap there (README).
             "tasks": TASKS_PER_TEST + 2 if self.isolation == "bubblewrap" else 0,
+            "sigpending": SIGPENDING_PER_TEST,
         }
         verdicts: list[str | None] = [None] * n
         cpu, wall, stderr = np.zeros(n), np.zeros(n), [""] * n

@@ -11,8 +11,10 @@ Three kinds of process live in one worker sandbox (one uid, one pid namespace):
   per-test records back, owns every descriptor of the job. It never runs untrusted code.
 * the **zygote**: forked from the broker at start-up, *before any job exists*. It holds the
   LiveCodeBench preamble, the prebuilt seccomp filters and nothing else, and runs under the
-  large filter itself. On a command it clones a child; the command carries only numeric limits and, as SCM_RIGHTS descriptors, the child's
-  memfds, which the zygote passes on unread and closes. It never sees a program, an input, an
+  large filter itself. It keeps one **spare** child cloned ahead of time: the spare waits on the
+  command socket, takes one command (numeric limits and, as SCM_RIGHTS descriptors, its memfds),
+  tells the zygote, which clones the next spare meanwhile, and becomes that command's child. The
+  zygote itself never receives a command or a descriptor: it never sees a program, an input, an
   output, an exit status or a CPU time, so its memory (frames, heap, freed blocks) holds no data.
 * **children** (one per compile and one per test): ``clone(CLONE_PARENT)`` of the zygote, so the
   broker is their parent and reaps them (exit status, CPU time from ``wait4``). A child reads its
@@ -60,6 +62,7 @@ import json
 import marshal
 import os
 import resource
+import select
 import signal
 import socket
 import stat
@@ -103,6 +106,10 @@ DENIED = sorted(
         # host-wide kernel quotas (aio contexts: fs.aio-max-nr; inotify instances: per host uid)
         # and host-wide writeback (sync, syncfs on a read-only bind of the host's disk)
         *(206, 253, 294, 162, 306),  # io_setup, inotify_init, inotify_init1, sync, syncfs
+        # POSIX timers: each holds a preallocated queued signal, counted against the host uid's
+        # RLIMIT_SIGPENDING (host root's when bubblewrap runs as root); with the signal-sending calls,
+        # mq_notify and F_SETSIG above, no call is left that queues a signal (issue 37)
+        *(222, 223, 224, 225, 226),  # timer_create, timer_settime, timer_gettime, timer_getoverrun, timer_delete
     }
 )
 NR_CLONE, NR_CLONE3, NR_PRLIMIT64, NR_FCNTL, NR_IOCTL, NR_SETPGID = 56, 435, 302, 72, 16, 109
@@ -213,7 +220,8 @@ _PREAMBLE_SCOPE: dict = {"__name__": "__preamble__", "__builtins__": __builtins_
 # The only writable directory: /tmp inside bubblewrap; a private temporary directory in degraded mode.
 SCRATCH = os.environ.get("VPO_SANDBOX_SCRATCH", "/tmp")
 COMPILE, TEST = 1, 2
-CONTROL = struct.Struct("=Bdqqq")  # kind, CPU seconds, address-space bytes, file-size bytes, task cap (0: none)
+# kind, CPU seconds, address-space bytes, file-size bytes, task cap (0: none), queued-signal cap
+CONTROL = struct.Struct("=Bdqqqq")
 # Inodes of each test's fresh scratch tmpfs (files, directories, symlinks...); its size is bubblewrap's /tmp's.
 SCRATCH_INODES = int(os.environ.get("VPO_SCRATCH_INODES", "8192"))
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MNT_DETACH = 2, 4, 8, 2
@@ -232,14 +240,20 @@ def install_seccomp(stage):
         raise OSError(ctypes.get_errno(), "PR_SET_SECCOMP failed")
 
 
-def _limits(cpu_s, mem_bytes, out_bytes, tasks=0):
-    """Set a child's rlimits (CPU, address space, file size, 64 files, no core; optionally tasks).
+def _limits(cpu_s, mem_bytes, out_bytes, tasks=0, sigpending=16):
+    """Set a child's rlimits (CPU, address space, file size, 64 files, no core, queued signals; optionally tasks).
 
     ``tasks`` is RLIMIT_NPROC: in the sandbox's user namespace it counts the tasks (processes and
     threads) of the sandbox uid: the broker, the zygote, this child and its threads. The kernel
     enforces it only where the sandbox uid maps to a host uid other than 0; as host root the host's
     pids cgroup per worker is the cap (`host._PidsCgroup`).
+
+    ``sigpending`` is RLIMIT_SIGPENDING. Queued signals are counted per user namespace level: for the
+    sandbox uid in the worker's own namespace (shared by its processes and checked against this limit)
+    and for the host uid it maps to. Behind seccomp, which leaves no call that queues one, it bounds
+    what one worker can take from the host uid's quota (no capability here, so it cannot be raised).
     """
+    resource.setrlimit(resource.RLIMIT_SIGPENDING, (sigpending, sigpending))
     if tasks:
         resource.setrlimit(resource.RLIMIT_NPROC, (tasks, tasks))
     cpu = max(1, int(cpu_s + 0.999))
@@ -275,11 +289,11 @@ def _ready(ack):
 
 
 # ------------------------------------------------------------------------------------ children
-def _compile_child(cpu_s, mem_bytes, out_bytes, tasks, fds):
+def _compile_child(cpu_s, mem_bytes, out_bytes, tasks, sigpending, fds):
     source_fd, code_fd, err_fd, ack = fds
     mode, fn_name, source = marshal.loads(_read_fd(source_fd))
     os.dup2(err_fd, 2)
-    _limits(cpu_s, mem_bytes, out_bytes, tasks)
+    _limits(cpu_s, mem_bytes, out_bytes, tasks, sigpending)
     install_seccomp("child")
     _ready(ack)
     os.closerange(3, code_fd)
@@ -312,7 +326,7 @@ def _entry_point(scope, fn_name):
     return target
 
 
-def _test_child(cpu_s, mem_bytes, out_bytes, tasks, fds):
+def _test_child(cpu_s, mem_bytes, out_bytes, tasks, sigpending, fds):
     program_fd, stdin_fd, stdout_fd, stderr_fd, result_fd, ack = fds
     mode, fn_name, program = marshal.loads(_read_fd(program_fd))
     test_input = _read_fd(stdin_fd) if mode == "functional" else b""
@@ -323,7 +337,7 @@ def _test_child(cpu_s, mem_bytes, out_bytes, tasks, fds):
     os.chdir(SCRATCH)
     for sig in (signal.SIGPIPE, signal.SIGXFSZ):
         signal.signal(sig, signal.SIG_DFL)
-    _limits(cpu_s, mem_bytes, out_bytes, tasks)
+    _limits(cpu_s, mem_bytes, out_bytes, tasks, sigpending)
     install_seccomp("child")
     _ready(ack)
     os.closerange(4, 1 << 16)  # the zygote's socket and every memfd but the test's own 0-3
@@ -359,14 +373,12 @@ def _test_child(cpu_s, mem_bytes, out_bytes, tasks, fds):
     os._exit(status if isinstance(status, int) and 0 <= status < 256 else 1)
 
 
-def _child(kind, cpu_s, mem_bytes, out_bytes, tasks, fds):
-    """Runs in a fresh clone of the zygote: never returns."""
+def _child(kind, cpu_s, mem_bytes, out_bytes, tasks, sigpending, fds):
+    """Runs in a spare (a clone of the zygote) that took this command: never returns."""
     try:
-        _AFTER_FORK()
-        os.setpgid(0, 0)
         if kind == COMPILE:
-            _compile_child(cpu_s, mem_bytes, out_bytes, tasks, fds)
-        _test_child(cpu_s, mem_bytes, out_bytes, tasks, fds)
+            _compile_child(cpu_s, mem_bytes, out_bytes, tasks, sigpending, fds)
+        _test_child(cpu_s, mem_bytes, out_bytes, tasks, sigpending, fds)
     except BaseException as exc:  # a harness failure before the ready mark, or the program's after it
         try:
             os.write(2, f"HARNESS {type(exc).__name__}: {exc}".encode())
@@ -374,24 +386,43 @@ def _child(kind, cpu_s, mem_bytes, out_bytes, tasks, fds):
             os._exit(97)
 
 
+def _spare(control, taken):
+    """A clone of the zygote, made before its command exists: take one command and become its child.
+
+    The clone, the interpreter's after-fork work and the new process group happen while the
+    previous test runs, so a test's critical path is only: command, set-up, program, exit.
+    """
+    try:
+        _AFTER_FORK()
+        os.setpgid(0, 0)
+        message, fds, _, _ = socket.recv_fds(control, 64, 8)
+        control.send(struct.pack("=i", os.getpid()))  # the broker's wait4 is for this pid
+        os.write(taken, b"T")  # the zygote clones the next spare meanwhile
+        os.close(taken)
+    except BaseException:
+        os._exit(0)
+    if len(message) != CONTROL.size or len(fds) > 8:
+        os._exit(0)  # no ready mark: the broker reports infra
+    _child(*CONTROL.unpack(message), fds)
+
+
 def _zygote():
-    """Fork a child per command; read nothing but the command's numbers (fd 3 is the socket)."""
+    """Keep one spare cloned and waiting; never read a command (fd 3 is the command socket)."""
     control = socket.socket(fileno=3)
+    taken_r, taken_w = os.pipe()
     while True:
-        try:
-            message, fds, _, _ = socket.recv_fds(control, 64, 8)
-        except OSError:
-            os._exit(0)
-        if len(message) != CONTROL.size:
-            os._exit(0)
-        kind, cpu_s, mem_bytes, out_bytes, tasks = CONTROL.unpack(message)
         pid = _SYSCALL(NR_CLONE, CLONE_PARENT | SIGCHLD, 0, 0, 0, 0)
         if pid == 0:
-            _child(kind, cpu_s, mem_bytes, out_bytes, tasks, fds)
-        error = ctypes.get_errno() if pid < 0 else 0
-        for fd in fds:
-            os.close(fd)
-        control.send(struct.pack("=i", pid if pid > 0 else -error))
+            os.close(taken_r)
+            _spare(control, taken_w)
+        if pid < 0:  # a running test may hold every task of the cap: try again when it may have ended
+            time.sleep(0.002)
+            continue
+        try:
+            if not os.read(taken_r, 1):
+                os._exit(0)
+        except OSError:
+            os._exit(0)
 
 
 # -------------------------------------------------------------------------------------- broker
@@ -467,7 +498,9 @@ class _Broker:
         The broker does not wait for the zygote's pid reply before blocking in wait4: the reply is
         read after the child exits, or by the deadline handler (one scheduler wake-up less per test).
         """
-        message = CONTROL.pack(kind, job["cpu_s"], job["mem_bytes"], job["out_bytes"], job.get("tasks", 0))
+        message = CONTROL.pack(
+            kind, job["cpu_s"], job["mem_bytes"], job["out_bytes"], job.get("tasks", 0), job.get("sigpending", 16)
+        )
         try:
             socket.send_fds(self.control, [message], fds)
         except OSError:
@@ -475,8 +508,10 @@ class _Broker:
         replies = []
 
         def child_pid():
+            """The pid the spare that took the command reported (-1 if none did within 10 s)."""
             if not replies:
-                reply = self.control.recv(4)
+                ready = select.select([self.control], [], [], 10.0)[0]
+                reply = self.control.recv(4) if ready else b""
                 replies.append(struct.unpack("=i", reply)[0] if len(reply) == 4 else -1)
             return replies[0]
 
@@ -486,6 +521,7 @@ class _Broker:
         signal.setitimer(signal.ITIMER_REAL, job["wall_s"])
         try:
             reaped, status, usage = os.wait4(-1, 0)  # retried after the handler runs (PEP 475)
+            signal.setitimer(signal.ITIMER_REAL, 0)  # the handler no longer runs: the reply is read once
             pid = child_pid()
         except (ChildProcessError, OSError):
             return None
