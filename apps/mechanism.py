@@ -27,6 +27,7 @@ straight for the goal), ``uniform_valid`` (0, 0: always valid, a control).
 from __future__ import annotations
 
 import json
+import math
 import sys
 import time
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from vpo_core.cli_config import option, run_cli
+from vpo_core.methods import METHODS
 from vpo_core.registry import DEFAULT_ENV
 
 STARTS = {
@@ -45,6 +47,14 @@ STARTS = {
 }
 DEFAULT_ARMS = "grpo,random_w,goal_cond,gdpo,max_at_k,maxrl,multi_rlvr,vpo,vpo_w_star_max,vpo_k1,vpo_unshared"
 """Every method of the paper and the mechanism's three controls (all registered in `vpo_core.METHODS`)."""
+POOL = 30
+"""Answers per evaluation pool (`vpo_core.tabular.evaluate.POOL`, the paper's 30)."""
+MAX_GROUP_SIZE = 4096
+"""The largest G: a step samples (tasks, G, N) logits per answer slot."""
+MAX_CANDIDATES = 30_000
+"""The largest evaluation pool per task (100 pools of 30; the paper's is 300)."""
+MAX_TABLE_BYTES = 2**30
+"""The most memory (1 GiB) one sampling pass may take: (tasks, rollouts, N table candidates) float64 logits."""
 COLUMNS = (
     ("best@1", "best_at_k", 1),
     ("best@3", "best_at_k", 3),
@@ -80,9 +90,11 @@ class MechanismConfig:
     seeds: int = option(10, "seeds per (start, method): 0..seeds-1 (>= 2 for seed-level intervals)")
     steps: int = option(1000, "RL steps")
     checkpoints: str = option("0,50,200,1000", "comma-separated evaluation steps (<= steps)")
-    group_size: int = option(8, "G, rollouts per task and step")
-    lr: float = option(0.03, "Adam step size")
-    candidates: int = option(300, "answers per task in an evaluation (multiple of 30 and of m)")
+    group_size: int = option(8, f"G, rollouts per task and step (2..{MAX_GROUP_SIZE})")
+    lr: float = option(0.03, "Adam step size (finite, > 0)")
+    candidates: int = option(
+        300, f"answers per task in an evaluation: a multiple of 30 and of every method's m, at most {MAX_CANDIDATES}"
+    )
     out: str = option("results/maze-v1-mechanism", "output directory")
 
     def __post_init__(self) -> None:
@@ -91,6 +103,25 @@ class MechanismConfig:
             raise ValueError(f"unknown start(s) {unknown}; choose from {sorted(STARTS)}.")
         if self.tasks < 1 or self.seeds < 1 or self.steps < 0 or self.variants < 1 or self.invalid < 0:
             raise ValueError("tasks, seeds and variants must be >= 1, steps and invalid >= 0.")
+        if not 2 <= self.group_size <= MAX_GROUP_SIZE:
+            raise ValueError(
+                f"group_size must lie in [2, {MAX_GROUP_SIZE}] (advantages compare the G rollouts of a task), "
+                f"got group_size={self.group_size}."
+            )
+        if not (math.isfinite(self.lr) and self.lr > 0):
+            raise ValueError(f"lr (Adam step size) must be a finite number > 0, got lr={self.lr}.")
+        arms = self.arm_names()
+        bad = [a for a in arms if a not in METHODS]
+        if bad or not arms:
+            raise ValueError(f"unknown method {bad[0] if bad else ''!r}; choose from {sorted(METHODS)}.")
+        slots = sorted({POOL, *(METHODS[a].m for a in arms)})
+        step = math.lcm(*slots)
+        if not POOL <= self.candidates <= MAX_CANDIDATES or self.candidates % step:
+            raise ValueError(
+                f"candidates must be a multiple of {step} (pools of {POOL}, and whole chains of m = "
+                f"{', '.join(str(m) for m in slots if m != POOL) or 1} answers) in [{POOL}, {MAX_CANDIDATES}], "
+                f"got candidates={self.candidates}."
+            )
         if any(c < 0 or c > self.steps for c in self.checkpoint_steps()):
             raise ValueError(f"checkpoints must lie in [0, steps={self.steps}], got {self.checkpoints!r}.")
         if self.invalid == 0 and any(STARTS[s][0] > 0 for s in self.start_names()):
@@ -186,6 +217,16 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         tables.append(table)
     candidates = stack_tables(tables, variants=config.variants)
+    n_tasks, width, _ = candidates.shape
+    peak = 8 * n_tasks * max(config.group_size, config.candidates) * width
+    if peak > MAX_TABLE_BYTES:
+        print(
+            f"error: {n_tasks} tasks of {width:,} table candidates sampled {max(config.group_size, config.candidates)} "
+            f"at a time would take {peak / 2**30:,.1f} GiB, over the {MAX_TABLE_BYTES / 2**30:g} GiB bound; "
+            "lower tasks, variants, candidates or group_size.",
+            file=sys.stderr,
+        )
+        return 2
     w_star = np.asarray(env.reward_spec.w_star, dtype=np.float64)
     try:
         arms = [arm(name, w_star=w_star, task_ids=candidates.task_ids) for name in config.arm_names()]

@@ -43,3 +43,28 @@ def test_bad_options_are_named(capsys):
     assert "checkpoints must lie in" in capsys.readouterr().err
     assert _app()(["methods=grpo,nope", "tasks=1", "steps=1", "checkpoints=0,1"]) == 2
     assert "unknown method 'nope'" in capsys.readouterr().err
+
+
+def test_options_that_would_fail_later_are_refused_at_parse_time(capsys, tmp_path):
+    # Each of these used to be accepted and fail after the tables were built (group_size=1, a candidate
+    # count that is no whole number of chains or pools), train on NaN (lr=nan), or try to allocate
+    # terabytes (candidates=3*10**9). Refused before any env is made, naming the limit.
+    cases = [
+        (["group_size=1"], "group_size must lie in [2, 4096]"),
+        (["group_size=100000"], "group_size must lie in [2, 4096]"),
+        (["lr=nan"], "lr (Adam step size) must be a finite number > 0, got lr=nan"),
+        (["lr=inf"], "must be a finite number > 0"),
+        (["lr=0"], "must be a finite number > 0"),
+        (["candidates=3000000000"], "candidates must be a multiple of 30"),
+        (["candidates=0"], "in [30, 30000]"),
+        (["candidates=-30"], "in [30, 30000]"),
+        (["candidates=100"], "candidates must be a multiple of 30"),
+        (["methods=grpo", "candidates=45"], "candidates must be a multiple of 30"),
+    ]
+    for args, message in cases:
+        assert _app()([*args, f"out={tmp_path / 'x'}"]) == 2, args
+        err = capsys.readouterr().err
+        assert message in err, (args, err)
+        assert err.count("\n") == 1
+        assert "Traceback" not in err
+    assert not (tmp_path / "x").exists()

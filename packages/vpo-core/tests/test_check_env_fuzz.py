@@ -153,10 +153,14 @@ def test_check_env_catches_crashes_on_hostile_shapes(env_cls, message, raised_li
         sys.setrecursionlimit(saved[1])
 
 
-def test_check_env_bounds_the_time_of_each_input():
-    # 30,000 characters of unmatched tags take the lazy regex ~0.4 s here; the linear scan ~1 ms.
-    with pytest.raises(EnvCheckError, match=r"unmatched .* took .* over the 0.05 s bound; parsers must be linear"):
-        check_env(_LazyRegex(), fuzz_chars=30_000, time_limit_s=0.05, max_tasks=1)
+def test_check_env_bounds_the_work_of_each_input_in_linear_scans():
+    # 30,000 characters of unmatched tags take the lazy regex ~5,000 scans of 30,000 characters; the linear
+    # parser ~3. The bound is a count of scans measured in the same run, never a number of seconds.
+    with pytest.raises(
+        EnvCheckError, match=r"unmatched .* took [\d,]+ linear scans of 30,000 characters .* over the bound of 500; "
+    ):
+        check_env(_LazyRegex(), fuzz_chars=30_000, max_scans=500, max_tasks=1, splits=["train"])
+    check_env(GuessEnv(), fuzz_chars=30_000, max_scans=500, max_tasks=1, splits=["train"])
 
 
 class _Descheduled(GuessEnv):
@@ -168,10 +172,36 @@ class _Descheduled(GuessEnv):
         return super()._bodies(completion, mode, m)
 
 
-def test_check_env_time_bound_ignores_time_the_process_spends_waiting():
-    # The bound is on min(wall, CPU): another process holding the cores does not fail a linear parser
+def test_check_env_cost_ignores_time_the_process_spends_waiting():
+    # The cost is min(wall, CPU): another process holding the cores does not fail a linear parser
     # (it did with wall-clock time: check_env of env-lcb failed at load 16), the lazy regex still fails.
-    check_env(_Descheduled(), fuzz_chars=30_000, time_limit_s=0.05, max_tasks=1)
+    check_env(_Descheduled(), fuzz_chars=30_000, max_scans=500, max_tasks=1, splits=["train"])
+
+
+class _FixedCost(GuessEnv):
+    """A linear parser whose scoring has a fixed CPU cost per call (a reward model's forward pass, a sandbox)."""
+
+    def reward(self, task, candidate):
+        deadline = time.process_time() + 0.002
+        while time.process_time() < deadline:  # 2 ms of CPU per candidate, whatever the completion's length
+            pass
+        return super().reward(task, candidate)
+
+
+def test_check_env_counts_growth_not_the_envs_fixed_cost_per_call():
+    # Each check of a multi-answer parse scores 3 candidates 3 times: ~18 ms of CPU, ~200 scans of 30,000
+    # characters here, and as much on the empty completion. The same cost on every input is no sign of a quadratic parser;
+    # a timed bound of 0.05 s per input failed it on a machine twice as slow (or twice as loaded).
+    check_env(_FixedCost(), fuzz_chars=30_000, max_scans=100, max_tasks=1, splits=["train"])
+
+
+def test_the_scan_unit_is_measured_here_and_grows_with_the_text():
+    from vpo_core.testing import linear_scan_seconds
+
+    short, long = linear_scan_seconds(20_000), linear_scan_seconds(400_000)
+    assert 0 < short < long
+    with pytest.raises(ValueError, match="max_scans must be a finite number > 0"):
+        check_env(GuessEnv(), max_scans=float("nan"))
 
 
 def test_markers_come_from_the_envs_own_prompt_and_reference():

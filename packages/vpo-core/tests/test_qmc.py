@@ -166,3 +166,79 @@ def test_compute_advantages_threads_the_sampler():
     assert single.shape == (2, 4)
     with pytest.raises(ValueError, match="weight_sampler must be one of"):
         compute_advantages("vpo", r, weight_sampler="halton", **kwargs)
+
+
+# ------------------------------------------------------------------ small and huge concentrations (issue 37)
+@pytest.mark.parametrize("alpha", [1e-3, 1e-4, 1e-12, 1e-300])
+def test_sobol_tiny_alpha_points_go_to_the_vertices(alpha):
+    # Dir(alpha 1_d) -> a uniform vertex as alpha -> 0. The quantile underflowed here (and Newton from 0 stopped
+    # at ~1e-63), so most points were the centre or arbitrary mixtures; in log space the largest coordinate wins.
+    d, k, groups = 4, 64, 200
+    w = sobol_weights(d, k, list(range(groups)), alpha=alpha, seed=5).reshape(-1, d)
+    assert np.all(np.isfinite(w))
+    assert np.all(w >= 0)
+    np.testing.assert_allclose(w.sum(axis=-1), 1.0)
+    top = w.max(axis=-1)
+    assert np.mean(top > 0.99) > 0.98
+    n = k * groups
+    np.testing.assert_allclose(w.mean(axis=0), 1 / d, atol=5 * math.sqrt((1 / d) * (1 - 1 / d) / n))
+
+
+@pytest.mark.parametrize("alpha", [0.01, 0.05])
+def test_sobol_small_alpha_marginals_match_numpys_dirichlet(alpha):
+    # One point per group (independent scrambles, so iid Dir(alpha) points) against numpy's first component
+    # (its later components are stick remainders that lose the tiny values): two-sample KS at 1 %.
+    d, n = 3, 4000
+    first = sobol_weights(d, 1, list(range(n)), alpha=alpha, seed=11)[:, 0, :]
+    ref = np.random.default_rng(2).dirichlet([alpha] * d, size=n)[:, 0]
+    for i in range(d):
+        assert _ks_two_sample(first[:, i], ref) < 1.63 * math.sqrt(2 / n)
+
+
+def test_log_gamma_quantile_is_the_asymptote_below_float64_and_the_quantile_above():
+    from vpo_core.qmc import log_gamma_quantile
+
+    u = np.array([2.0**-33, 0.01, 0.5, 0.99])
+    for alpha in (1e-300, 1e-4, 0.05, 0.5, 3.0):
+        y = log_gamma_quantile(u, alpha)
+        assert np.all(np.isfinite(y))
+        assert np.all(np.diff(y) > 0)
+        asymptote = (np.log(u) + math.lgamma(alpha + 1)) / alpha
+        tiny = asymptote < -690
+        np.testing.assert_array_equal(y[tiny], asymptote[tiny])
+        np.testing.assert_allclose(np.exp(y[~tiny]), gamma_quantile(u[~tiny], alpha), rtol=1e-12)
+    # gamma_quantile itself: the asymptote where it is representable (it was stuck at ~1e-63 for alpha = 0.01)
+    x = gamma_quantile(np.array([2.0**-33]), 0.01)[0]
+    assert x == pytest.approx(math.exp((math.log(2.0**-33) + math.lgamma(1.01)) / 0.01), rel=1e-12) or x == 0.0
+
+
+@pytest.mark.parametrize(
+    ("alpha", "message"),
+    [(1e5, r"\[1e-300, 10000\]"), (1e308, r"\[1e-300, 10000\]"), (5e-324, r"\[1e-300, 10000\]"), (True, "a number")],
+)
+def test_sobol_alpha_outside_its_range_is_refused(alpha, message):
+    from vpo_core.errors import ConfigError
+    from vpo_core.qmc import check_weight_options
+
+    with pytest.raises(ConfigError, match=message):
+        sobol_weights(3, 4, [0], alpha=alpha)
+    with pytest.raises(ConfigError, match=message):
+        check_weight_options(alpha, 100, "sobol")
+    if alpha == 1e5:  # the Dirichlet sampler goes further
+        check_weight_options(alpha, 100, "dirichlet")
+
+
+def test_an_estimator_that_would_allocate_terabytes_is_refused_by_size():
+    from vpo_core.errors import ConfigError
+    from vpo_core.qmc import check_weight_options
+
+    rewards = np.zeros((16, 8, 3, 4))
+    for sampler in ("dirichlet", "sobol"):
+        with pytest.raises(ConfigError, match=r"num_weights=1000000000 .* would allocate [\d,.]+ GiB, over the 1 GiB"):
+            compute_advantages("vpo", rewards, w_star=np.full(4, 0.25), num_weights=10**9, weight_sampler=sampler)
+    # parse time, before d is known: 16 groups of G·m = 24 scores at K = 10^8 already exceed the bound
+    with pytest.raises(ConfigError, match="over the 1 GiB bound"):
+        check_weight_options(1.0, 10**8, "dirichlet", groups=16, rollouts=24)
+    check_weight_options(1.0, 100, "dirichlet", d=16, groups=16, rollouts=24)  # the paper's K is far inside
+    with pytest.raises(ConfigError, match=r"num_weights \(K\) must be a positive int, got True"):
+        check_weight_options(1.0, True)

@@ -121,7 +121,9 @@ def test_names(name, package, module, env_id, class_name):
     assert (names.package, names.module, names.env_id, names.class_name) == (package, module, env_id, class_name)
 
 
-@pytest.mark.parametrize("bad", ["", "Count", "word_count", "2count", "count-", "a--b", "maze-v2", "my env"])
+@pytest.mark.parametrize(
+    "bad", ["", "Count", "word_count", "2count", "count-", "a--b", "maze-v2", "my env", "count\n", "maze-v2\n"]
+)
 def test_bad_names_are_refused(bad):
     with pytest.raises(ValueError, match="env name"):
         names_for(bad)
@@ -155,3 +157,44 @@ def test_one_line_arrays_and_tables_without_first_party_lists(tmp_path):
     assert data["tool"]["uv"]["sources"] == {"vpo-core": {"workspace": True}, "env-count": {"workspace": True}}
     assert data["tool"]["other"] == {"key": 1}
     assert len(changes) == 2
+
+
+@pytest.mark.parametrize("name", ["count\n", "a" * 300, "word-" * 60 + "x", "count\r\n"])
+def test_a_bad_name_leaves_the_workspace_as_it_was(tmp_path, capsys, name):
+    # A trailing newline passed the `$` of the name pattern and broke the root pyproject.toml while the command
+    # reported success; a 300-character name failed with a traceback (file name too long). Both are refused
+    # in one line, before any file is written.
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    (tmp_path / "packages").mkdir()
+    before = (tmp_path / "pyproject.toml").read_bytes()
+    assert main([name, "--root", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: env name")
+    assert err.count("\n") == 1
+    assert (tmp_path / "pyproject.toml").read_bytes() == before
+    assert list((tmp_path / "packages").iterdir()) == []
+
+
+def test_the_longest_name_is_accepted_and_the_next_refused():
+    from vpo_core.errors import ConfigError
+    from vpo_core.scaffold import MAX_NAME_LENGTH
+
+    assert names_for("a" * MAX_NAME_LENGTH).package == "env-" + "a" * MAX_NAME_LENGTH
+    with pytest.raises(ConfigError, match=f"over the limit of {MAX_NAME_LENGTH}"):
+        names_for("a" * (MAX_NAME_LENGTH + 1))
+
+
+def test_an_edit_that_would_not_register_the_package_is_refused_and_nothing_is_written(tmp_path, capsys):
+    # The root already maps env-count to something else: the edit would add the dependency without its
+    # workspace source, and `uv run` would then look for env-count on the package index. Refused, unchanged.
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text(
+        '[project]\nname = "x"\ndependencies = ["vpo-core"]\n\n'
+        '[tool.uv.sources]\nvpo-core = { workspace = true }\nenv-count = { path = "elsewhere" }\n'
+    )
+    before = pyproject.read_bytes()
+    (tmp_path / "packages").mkdir()
+    assert main(["count", "--root", str(tmp_path)]) == 2
+    assert "did not register it" in capsys.readouterr().err
+    assert pyproject.read_bytes() == before
+    assert not (tmp_path / "packages" / "env-count").exists()

@@ -126,3 +126,80 @@ def test_tiny_alpha_never_gives_nan_weights():
     w = group_weights(3, 2000, ["t"], alpha=1e-3, seed=1)
     assert np.all(np.isfinite(w))
     np.testing.assert_allclose(w.sum(axis=-1), 1.0)
+
+
+# ------------------------------------------------------------------ small concentrations (issue 37)
+def _ks_two_sample(a: np.ndarray, b: np.ndarray) -> float:
+    a, b = np.sort(a), np.sort(b)
+    grid = np.concatenate([a, b])
+    return float(
+        np.max(np.abs(np.searchsorted(a, grid, "right") / a.size - np.searchsorted(b, grid, "right") / b.size))
+    )
+
+
+@pytest.mark.parametrize("alpha", [1e-3, 1e-4, 1e-8, 1e-300])
+def test_tiny_alpha_weights_go_to_the_vertices(alpha):
+    # Dir(alpha 1_d) -> a uniformly chosen vertex as alpha -> 0: E max_i w_i = 1 - O(alpha), E w_i = 1/d.
+    # (Direct Gamma draws underflow at these alphas: 75 % of draws at 1e-4 were the centre (1/d, ..., 1/d).)
+    d, k = 4, 20_000
+    w = group_weights(d, k, ["v"], alpha=alpha, seed=3)[0]
+    assert np.all(np.isfinite(w))
+    assert np.all(w >= 0)
+    np.testing.assert_allclose(w.sum(axis=-1), 1.0)
+    top = w.max(axis=-1)
+    assert np.mean(top > 0.99) > 0.98
+    assert top.mean() > 1 - 20 * alpha - 0.01
+    # each vertex is chosen with probability 1/d: a multinomial count, 5 standard deviations
+    np.testing.assert_allclose(w.mean(axis=0), 1 / d, atol=5 * math.sqrt((1 / d) * (1 - 1 / d) / k))
+
+
+@pytest.mark.parametrize("alpha", [0.01, 0.05])
+def test_small_alpha_marginals_match_numpys_dirichlet(alpha):
+    # The log-space draws (alpha < LOG_SPACE_ALPHA) against numpy's own Dirichlet sampler: two-sample KS at 1 %.
+    # Every component's law is Beta(alpha, (d-1) alpha); numpy's small-alpha sampler breaks sticks, so only its
+    # first component keeps the tiny values (its later ones are remainders, 0 in 30 % of draws at alpha = 0.01).
+    d, k = 3, 20_000
+    w = group_weights(d, k, ["m"], alpha=alpha, seed=0)[0]
+    ref = np.random.default_rng(1).dirichlet([alpha] * d, size=k)
+    for i in range(d):
+        assert _ks_two_sample(w[:, i], ref[:, 0]) < 1.63 * math.sqrt(2 / k)
+    # the largest component's law too (it is what the max over a set of answers sees)
+    assert _ks_two_sample(w.max(axis=1), ref.max(axis=1)) < 1.63 * math.sqrt(2 / k)
+
+
+def test_log_space_draws_are_keyed_and_their_exp_is_the_variates():
+    draws = KeyedWeights(2)
+    logs = draws.log_gamma_draws(3, 5, ["a", "b"], alpha=1e-3)
+    assert logs.shape == (2, 5, 3)
+    assert np.all(np.isfinite(logs))
+    assert np.array_equal(logs[1], KeyedWeights(2).log_gamma_draws(3, 5, ["b"], alpha=1e-3)[0])
+    np.testing.assert_array_equal(group_gamma_draws(3, 5, ["a", "b"], alpha=1e-3, seed=2), np.exp(logs))
+
+
+@pytest.mark.parametrize(
+    ("alpha", "message"),
+    [
+        (1e-320, r"must lie in \[1e-300, 1e\+15\].*overflow"),
+        (1e300, r"must lie in \[1e-300, 1e\+15\]"),
+        (float("inf"), "must be a finite positive"),
+        (True, "must be a number in"),
+        ("1", "must be a number in"),
+    ],
+)
+def test_alpha_outside_the_range_is_refused_by_name(alpha, message):
+    from vpo_core.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"alpha \(Dirichlet concentration\) " + message):
+        dirichlet_weights(3, 4, alpha=alpha)
+
+
+def test_draws_that_would_exceed_the_memory_bound_are_refused_before_allocating():
+    from vpo_core.errors import ConfigError
+    from vpo_core.weights import MAX_DRAW_BYTES
+
+    # 16 groups of K = 10^12 weights of d = 4 would be 512 TB; refused by size, not by a MemoryError
+    with pytest.raises(ConfigError, match=r"would allocate .* GiB, over the 1 GiB bound.*num_weights"):
+        group_weights(4, 10**12, list(range(16)))
+    assert MAX_DRAW_BYTES == 2**30
+    with pytest.raises(ConfigError, match="k \\(number of weight draws\\)"):
+        dirichlet_weights(3, True)

@@ -86,11 +86,19 @@ def _pool(scores_by_task: list[float], d: int = 4, n: int = 10, m: int = 3) -> n
     return pool
 
 
+def _save(path: Path, rewards: np.ndarray, env=ENV, tasks=None) -> Path:
+    """A pool file as apps/evaluate.py writes it: rewards with the env id and task ids in its metadata."""
+    from vpo_core.evaluation import new_pool, save_pool
+
+    tasks = TASKS[: rewards.shape[0]] if tasks is None else tasks
+    return save_pool(path, new_pool(env, env.env_id, tasks, rewards, mode="multi"))
+
+
 def test_hardest_problems_are_zero_at_best_at_30_for_every_arm(tmp_path):
-    np.save(tmp_path / "pool_vpo.npy", _pool([0, 1, 0, 0]))
+    _save(tmp_path / "pool_vpo.npy", _pool([0, 1, 0, 0]))
     other = tmp_path / "grpo"
     other.mkdir()
-    np.save(other / "pool_grpo.npy", _pool([0, 0, 0, 1]))
+    _save(other / "pool_grpo.npy", _pool([0, 0, 0, 1]))
     pools = load_pools([tmp_path / "pool_vpo.npy", other])
     vpo = str((tmp_path / "pool_vpo.npy").resolve())
     assert sorted(pools) == sorted([vpo, str((other / "pool_grpo.npy").resolve())])
@@ -116,13 +124,42 @@ def test_selection_errors(tmp_path):
         pool_best_at_k(ENV, TASKS, SavedPool(padded, mode="multi"), 30)
     with pytest.raises(ValueError, match="different numbers of tasks"):
         hardest_problems(
-            ENV, TASKS, {"a": SavedPool(_pool([0, 0]), mode="multi"), "b": SavedPool(_pool([0, 0, 0]), mode="multi")}
+            ENV,
+            TASKS,
+            {
+                "a": SavedPool(_pool([0, 0]), mode="multi", env="lcb-v1"),
+                "b": SavedPool(_pool([0, 0, 0]), mode="multi", env="lcb-v1"),
+            },
         )
     assert [t.index for t in resolve_problems(ENV, TASKS, "3, lcb-v1/test/1", [], k=30, max_problems=None)] == [3, 1]
     with pytest.raises(ValueError, match="out of range"):
         resolve_problems(ENV, TASKS, "9", [], k=30, max_problems=None)
     with pytest.raises(ValueError, match="unknown problem 'x'"):
         resolve_problems(ENV, TASKS, "x", [], k=30, max_problems=None)
+
+
+def test_a_pool_of_another_env_or_other_tasks_is_refused(tmp_path):
+    # Pool rows are matched to the split's tasks by position: a pool of another env (same shape, same d) used
+    # to select problems by someone else's scores. Refused with the file, what it records and what was expected.
+    import vpo_core
+
+    maze = vpo_core.make("maze-v1")
+    maze_tasks = maze.tasks("test")[:4]
+    foreign = _save(tmp_path / "pool_maze.npy", np.zeros((4, 10, 3, 4)), maze, maze_tasks)
+    with pytest.raises(ValueError, match=r"pool_maze.npy was made by env 'maze-v1', but the search runs on 'lcb-v1'"):
+        resolve_problems(ENV, TASKS, "hardest", [str(foreign)], k=30, max_problems=None)
+    bare = tmp_path / "bare" / "pool_x.npy"  # no metadata, no results.json: nothing says which env made it
+    bare.parent.mkdir()
+    np.save(bare, _pool([0, 0, 0, 0]))
+    with pytest.raises(ValueError, match=r"does not record which env made it.*re-run apps/evaluate.py on lcb-v1"):
+        resolve_problems(ENV, TASKS, "hardest", [str(bare)], k=30, max_problems=None)
+    # the same env on other tasks (another split, or other data): the ids differ
+    shifted = SavedPool(_pool([0, 0]), mode="multi", env="lcb-v1", task_ids=["lcb-v1/test/1", "lcb-v1/test/2"])
+    with pytest.raises(ValueError, match=r"other tasks than this split's \(row 0 is 'lcb-v1/test/1'"):
+        hardest_problems(ENV, TASKS, {"p": shifted})
+    renamed = SavedPool(_pool([0]), mode="multi", env="lcb-v1", task_ids=["lcb-v1/test/0"], reward_names=[["x", "y"]])
+    with pytest.raises(ValueError, match=r"scored task lcb-v1/test/0 on \['x', 'y'\]"):
+        hardest_problems(ENV, TASKS, {"p": renamed})
 
 
 # ------------------------------------------------------------------------------------------------ report
@@ -248,8 +285,9 @@ def test_select_command_picks_the_problems_every_arm_misses(tmp_path, capsys):
     data = Path(__file__).parent / "data" / "lite"
     vpo, grpo = np.zeros((2, 10, 3, 32)), np.zeros((2, 10, 3, 32))  # zero-padded to LCB's 32 dims
     grpo[1, 4, 0, 1] = 1.0  # grpo passes a test of the second problem once
-    np.save(tmp_path / "pool_vpo.npy", vpo)
-    np.save(tmp_path / "pool_grpo.npy", grpo)
+    env = LcbEnv(data_dir=data, source="lcb_lite")
+    for name, rewards in (("vpo", vpo), ("grpo", grpo)):
+        _save(tmp_path / f"pool_{name}.npy", rewards, env, env.tasks("test")[:2])
     args = ["select", f"pools={tmp_path}", f"out={tmp_path}", "env_args.source=lcb_lite", f"env_args.data_dir={data}"]
     assert main(args) == 0
     assert capsys.readouterr().out.split() == ["lcb-v1/test/0"]

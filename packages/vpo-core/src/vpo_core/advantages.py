@@ -36,8 +36,8 @@ from vpo_core.normalizers import (
     maxrl_advantages,
     normalizer_of,
 )
-from vpo_core.objectives import ObjectiveInputs, objective_of
-from vpo_core.qmc import check_weight_sampler
+from vpo_core.objectives import GROUPS_PER_BLOCK, ObjectiveInputs, objective_of
+from vpo_core.qmc import check_weight_options
 
 __all__ = [
     "GroupLayout",
@@ -122,7 +122,9 @@ def rollout_scalars(
 
     Raises:
         ValueError: On bad shapes or values, an option the method does not read, or scalars that
-            overflow float64.
+            overflow float64; a `vpo_core.errors.ConfigError` (a ValueError) for alpha, num_weights or
+            weight_sampler out of range, or K so large that the estimator's arrays would exceed
+            `vpo_core.weights.MAX_DRAW_BYTES` (`vpo_core.qmc.check_weight_options`).
     """
     spec = get_method(method)
     objective = objective_of(spec)
@@ -142,16 +144,18 @@ def rollout_scalars(
         raise ValueError(
             f"method {spec.name!r} is single-answer, so rewards must have m=1 (shape (B, G, 1, d)), got m={m}."
         ) from None
-    if not isinstance(num_weights, int | np.integer) or isinstance(num_weights, bool) or num_weights < 1:
-        raise ValueError(f"num_weights (K) must be a positive int, got {num_weights!r}.")
+    # alpha, K and the sampler, and the size of the (16, K, d) draws and (16, G, m, K) scores, before any work
+    check_weight_options(
+        alpha, num_weights, weight_sampler, d=d, groups=min(n_groups, GROUPS_PER_BLOCK), rollouts=r.shape[1] * m
+    )
     inputs = ObjectiveInputs(
         w_star=check_vector(w_star, d, "w_star"),  # type: ignore[arg-type]  # a (d,) array here, not ragged
         keys=_keys(group_keys, n_groups),
         seed=seed,
-        num_weights=int(num_weights),
-        alpha=alpha,
+        num_weights=int(num_weights),  # checked above
+        alpha=float(alpha),
         goal_weights=None if goal_weights is None else _check_goal(goal_weights, n_groups, d),  # type: ignore[arg-type]
-        weight_sampler=check_weight_sampler(weight_sampler),
+        weight_sampler=str(weight_sampler),
     )
     with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported below, by name
         scalars = objective(r, inputs)

@@ -22,6 +22,7 @@ from vpo_core.qmc import sobol_weights
 from vpo_core.weights import KeyedWeights, group_weights
 
 __all__ = [
+    "GROUPS_PER_BLOCK",
     "Objective",
     "ObjectiveInputs",
     "best_of_m_mean",
@@ -214,7 +215,8 @@ def multi_sum_objective(r: NDArray[np.float64], inputs: ObjectiveInputs) -> NDAr
     return _sum_over_answers(r, inputs.w_star)
 
 
-_GROUPS_PER_BLOCK = 16
+GROUPS_PER_BLOCK = 16
+"""Groups whose weights `vpo_objective` draws and scores at once (the size its memory check assumes)."""
 
 
 @register_objective("vpo")
@@ -234,8 +236,8 @@ def vpo_objective(r: NDArray[np.float64], inputs: ObjectiveInputs) -> NDArray[np
     n_groups, _, _, d = r.shape
     draws = KeyedWeights(inputs.seed)
     out = np.empty(r.shape[:2])
-    for start in range(0, n_groups, _GROUPS_PER_BLOCK):
-        block = slice(start, start + _GROUPS_PER_BLOCK)
+    for start in range(0, n_groups, GROUPS_PER_BLOCK):
+        block = slice(start, start + GROUPS_PER_BLOCK)
         weights = inputs.draw(d, inputs.num_weights, inputs.keys[block], draws)  # (b, K, d)
         out[block] = best_of_m_mean(r[block], weights[:, None])
     return out

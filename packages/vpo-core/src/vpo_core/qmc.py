@@ -21,6 +21,14 @@ Construction, per group key:
    is uniform with independent coordinates, its image is d independent Gamma(alpha) variates
    normalised: exactly a Dir(alpha·1_d) draw. For alpha = 1 the quantile is ``-log(1 - u)``; for
    other alpha it is found by safeguarded Newton steps on the regularised incomplete gamma function.
+   Below `vpo_core.weights.LOG_SPACE_ALPHA` the map runs in log space (`log_gamma_quantile`, then a
+   softmax): where the quantile is below 1e-300 it is P's small-x asymptote ``log x = (log u +
+   log Γ(alpha + 1)) / alpha``, exact there to float64's resolution, so tiny concentrations give
+   points near the simplex's vertices, as Dir(alpha) does, instead of underflowing.
+
+alpha must lie in `SOBOL_ALPHA_RANGE`: above 1e4 the incomplete gamma function's series needs more
+terms than it is given (at 1e6 the median maps to P = 0.34), and such an alpha is the simplex's
+centre to within 1 % anyway.
 
 Marginally every weight vector is Dir(alpha); jointly the K vectors of a group are negatively
 dependent (stratified), which is what lowers the variance of their average.
@@ -34,13 +42,18 @@ from collections.abc import Hashable, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from vpo_core.weights import KeyedWeights
+from vpo_core.errors import ConfigError
+from vpo_core.weights import ALPHA_RANGE, LOG_SPACE_ALPHA, KeyedWeights, check_alpha, check_draw_size
 
 __all__ = [
     "MAX_SOBOL_DIM",
+    "SOBOL_ALPHA_RANGE",
     "WEIGHT_SAMPLERS",
+    "check_weight_options",
     "check_weight_sampler",
+    "draw_bytes",
     "gamma_quantile",
+    "log_gamma_quantile",
     "sobol_points",
     "sobol_weights",
 ]
@@ -77,12 +90,66 @@ _JOE_KUO: tuple[tuple[int, int, tuple[int, ...]], ...] = (
 MAX_SOBOL_DIM = len(_JOE_KUO) + 1
 """The largest d the Sobol sampler supports (21)."""
 
+SOBOL_ALPHA_RANGE: tuple[float, float] = (ALPHA_RANGE[0], 1e4)
+"""The concentrations the Sobol map accepts, inclusive (see the module docstring for the upper end)."""
+
+_LOG_TINY = -690.0
+"""Below this log-quantile (x < 3e-300) P's small-x asymptote is exact to float64's resolution."""
+
 
 def check_weight_sampler(sampler: object) -> str:
-    """The sampler name, or a ValueError naming the choices."""
-    if sampler not in WEIGHT_SAMPLERS:
-        raise ValueError(f"weight_sampler must be one of {WEIGHT_SAMPLERS}, got {sampler!r}.")
-    return str(sampler)
+    """The sampler name, or a `ConfigError` (a ValueError) naming the choices."""
+    if not isinstance(sampler, str) or sampler not in WEIGHT_SAMPLERS:
+        raise ConfigError(f"weight_sampler must be one of {WEIGHT_SAMPLERS}, got {sampler!r}.")
+    return sampler
+
+
+def draw_bytes(d: int, k: int, groups: int, sampler: str = "dirichlet") -> int:
+    """Bytes the weight draws of `groups` groups of K d-dimensional weights take at their peak.
+
+    Dirichlet: the (groups, d, K) float64 draws, three such arrays below `LOG_SPACE_ALPHA` (counted
+    always, as an upper bound). Sobol: the (groups, K, d, log2 K) uint64 digits of the scramble plus
+    ~12 float64 temporaries of the quantile per coordinate.
+    """
+    n = int(groups) * int(d) * int(k)
+    if sampler == "sobol":
+        return 8 * n * (max(1, int(k - 1).bit_length()) + 12)
+    return 8 * 3 * n
+
+
+def check_weight_options(
+    alpha: object,
+    num_weights: object,
+    weight_sampler: object = "dirichlet",
+    *,
+    d: int = 1,
+    groups: int = 1,
+    rollouts: int = 1,
+) -> None:
+    """The weight options of a run, checked before anything is drawn: the one parse-time check.
+
+    Args:
+        alpha: Dirichlet concentration: in `vpo_core.weights.ALPHA_RANGE`, or `SOBOL_ALPHA_RANGE`
+            for the Sobol sampler.
+        num_weights: K, a positive int (below 2^32 for Sobol).
+        weight_sampler: ``"dirichlet"`` or ``"sobol"``.
+        d: Reward dimensions (1 when not known yet: the check is then a lower bound).
+        groups: Groups drawn at once (the VPO estimator draws 16 at a time, `vpo_core.objectives`).
+        rollouts: Scores per group and weight (G·m): the estimator's (groups, G, m, K) score array.
+
+    Raises:
+        ConfigError: Naming the option, the value and the limit, when any is out of range or the
+            estimator's arrays would exceed `vpo_core.weights.MAX_DRAW_BYTES`.
+    """
+    sampler = check_weight_sampler(weight_sampler)
+    check_alpha(alpha, limits=SOBOL_ALPHA_RANGE if sampler == "sobol" else ALPHA_RANGE)
+    if isinstance(num_weights, bool) or not isinstance(num_weights, int | np.integer) or num_weights < 1:
+        raise ConfigError(f"num_weights (K) must be a positive int, got {num_weights!r}.")
+    k = int(num_weights)
+    if sampler == "sobol":
+        _check_sobol(d, k)
+    total = draw_bytes(d, k, groups, sampler) + 8 * int(groups) * int(rollouts) * k
+    check_draw_size(total, f"num_weights={k} (K) with {groups} group(s) of {rollouts} scores and d={d}")
 
 
 def _direction_numbers(d: int) -> NDArray[np.uint64]:
@@ -113,13 +180,13 @@ def _parity(x: NDArray[np.uint64]) -> NDArray[np.uint64]:
 
 
 def _check_sobol(d: int, k: int) -> None:
-    if not isinstance(d, int | np.integer) or not 1 <= d <= MAX_SOBOL_DIM:
-        raise ValueError(
+    if isinstance(d, bool) or not isinstance(d, int | np.integer) or not 1 <= d <= MAX_SOBOL_DIM:
+        raise ConfigError(
             f"the sobol weight sampler supports 1 <= d <= {MAX_SOBOL_DIM} reward dimensions, got {d!r}; "
             "use weight_sampler='dirichlet' for more."
         )
-    if not isinstance(k, int | np.integer) or not 1 <= k < 2**_BITS:
-        raise ValueError(f"k (number of points) must be an int in [1, 2^32), got {k!r}.")
+    if isinstance(k, bool) or not isinstance(k, int | np.integer) or not 1 <= k < 2**_BITS:
+        raise ConfigError(f"k (number of points) must be an int in [1, 2^32), got {k!r}.")
 
 
 def _scramble_bits(d: int, rng: np.random.Generator) -> tuple[NDArray[np.uint64], NDArray[np.uint64]]:
@@ -168,6 +235,7 @@ def sobol_points(d: int, k: int, rng: np.random.Generator | None = None) -> NDAr
         plain, the sequence's exact dyadic values (point 0 is the origin).
     """
     _check_sobol(d, k)
+    check_draw_size(draw_bytes(d, k, 1, "sobol"), f"{k} Sobol points of d={d}")
     if rng is None:  # the identity matrix (no bits below the diagonal) and no shift
         plain = _scrambled_integers(k, np.zeros((1, d, _BITS), dtype=np.uint64), np.zeros((1, d), dtype=np.uint64))
         return plain[0].astype(np.float64) / 2.0**_BITS
@@ -240,6 +308,51 @@ def gamma_quantile(u: NDArray[np.float64], alpha: float) -> NDArray[np.float64]:
         raise ValueError(f"alpha must be a finite positive number, got {alpha!r}.")
     if alpha == 1.0:
         return -np.log1p(-p)
+    asymptote = _log_asymptote(p, alpha)
+    tiny = asymptote < _LOG_TINY
+    if np.any(tiny):  # the quantile is below 3e-300: its asymptote, 0 where it underflows
+        out = np.exp(asymptote)
+        if not np.all(tiny):
+            out[~tiny] = _newton_quantile(p[~tiny], alpha)
+        return out
+    return _newton_quantile(p, alpha)
+
+
+def log_gamma_quantile(u: NDArray[np.float64], alpha: float) -> NDArray[np.float64]:
+    """The logarithm of Gamma(alpha)'s quantile at u in (0, 1), finite for every alpha in range.
+
+    Where the quantile is below 3e-300 it is P's small-x asymptote ``(log u + log Γ(alpha + 1)) /
+    alpha`` (exact there: P(alpha, x) = x^alpha / Γ(alpha + 1) · (1 + O(x))); elsewhere the log of
+    `gamma_quantile`.
+
+    Args:
+        u: Probabilities, any shape, strictly inside (0, 1).
+        alpha: Shape, a finite number > 0.
+
+    Returns:
+        log x with P(alpha, x) = u, the shape of u.
+    """
+    p = np.asarray(u, dtype=np.float64)
+    if not np.all((p > 0.0) & (p < 1.0)):
+        raise ValueError("log_gamma_quantile needs probabilities strictly inside (0, 1).")
+    if not (math.isfinite(alpha) and alpha > 0):
+        raise ValueError(f"alpha must be a finite positive number, got {alpha!r}.")
+    if alpha == 1.0:
+        return np.log(-np.log1p(-p))
+    out = _log_asymptote(p, alpha)
+    normal = out >= _LOG_TINY
+    if np.any(normal):
+        out[normal] = np.log(_newton_quantile(p[normal], alpha))
+    return out
+
+
+def _log_asymptote(p: NDArray[np.float64], alpha: float) -> NDArray[np.float64]:
+    """``(log p + log Γ(alpha + 1)) / alpha``: log of P(alpha, ·)'s inverse as x -> 0."""
+    return (np.log(p) + math.lgamma(alpha + 1.0)) / alpha
+
+
+def _newton_quantile(p: NDArray[np.float64], alpha: float) -> NDArray[np.float64]:
+    """`gamma_quantile` by safeguarded Newton steps, for quantiles of at least ~3e-300."""
     flat = p.reshape(-1)
     lo = np.zeros_like(flat)
     hi = np.full_like(flat, alpha)
@@ -289,18 +402,21 @@ def sobol_weights(
         ``(seed, keys[b], d, k, alpha)``.
     """
     _check_sobol(d, k)
-    if not (isinstance(alpha, int | float | np.floating) and math.isfinite(alpha) and alpha > 0):
-        raise ValueError(f"alpha (Dirichlet concentration) must be a finite positive number, got {alpha!r}.")
+    value = check_alpha(alpha, limits=SOBOL_ALPHA_RANGE)
+    check_draw_size(draw_bytes(d, k, len(keys), "sobol"), f"{len(keys)} group(s) of K={k} Sobol weights of d={d}")
     streams = KeyedWeights(seed)
     below = np.empty((len(keys), d, _BITS), dtype=np.uint64)
     shift = np.empty((len(keys), d), dtype=np.uint64)
     for b, key in enumerate(keys):
         below[b], shift[b] = _scramble_bits(d, streams.generator(key))
     u = (_scrambled_integers(k, below, shift).astype(np.float64) + 0.5) / 2.0**_BITS  # (B, k, d)
-    gammas = gamma_quantile(u, float(alpha)) if u.size else u
-    totals = gammas.sum(axis=-1, keepdims=True)
-    degenerate = totals <= 0.0  # only possible for tiny alpha: every quantile underflowed
-    if np.any(degenerate):
-        gammas = np.where(degenerate, 1.0, gammas)
-        totals = np.where(degenerate, float(d), totals)
-    return gammas / totals
+    if not u.size:
+        return u
+    if (
+        value < LOG_SPACE_ALPHA
+    ):  # a softmax of the log-quantiles: the largest coordinate is 1, none underflows to a 0 sum
+        logs = log_gamma_quantile(u, value)
+        gammas = np.exp(logs - logs.max(axis=-1, keepdims=True))
+    else:  # the quantiles are at least 1e-99 here
+        gammas = gamma_quantile(u, value)
+    return gammas / gammas.sum(axis=-1, keepdims=True)

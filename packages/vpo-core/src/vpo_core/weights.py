@@ -8,6 +8,13 @@ stream. A Dirichlet(alpha·1_d) vector is d Gamma(alpha) variates divided by the
 float64 samplers draw them (`numpy.random.Generator.standard_gamma`, which for alpha = 1 returns
 the numbers of `numpy.random.Generator.standard_exponential`). One float64 sampler serves every
 alpha (the draws' history is in the CHANGELOG).
+
+Small concentrations are drawn in log space. Below `LOG_SPACE_ALPHA` a Gamma(alpha) variate is
+Gamma(alpha + 1) · U^(1/alpha) (U uniform), so its logarithm is ``log Gamma(alpha + 1) - E / alpha``
+with E ~ Exp(1); the weights are the softmax of those logarithms. The variates themselves underflow
+for alpha around 1e-3 and below (each is below 1e-308 with probability ~exp(-709 alpha)), which used
+to leave a draw of all zeros; in log space the largest always wins, so the weights approach the
+simplex's vertices as alpha -> 0, the distribution's limit. alpha must lie in `ALPHA_RANGE`.
 """
 
 from __future__ import annotations
@@ -19,8 +26,15 @@ from collections.abc import Hashable, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
+from vpo_core.errors import ConfigError
+
 __all__ = [
+    "ALPHA_RANGE",
+    "LOG_SPACE_ALPHA",
+    "MAX_DRAW_BYTES",
     "KeyedWeights",
+    "check_alpha",
+    "check_draw_size",
     "dirichlet_weights",
     "group_gamma_draws",
     "group_weights",
@@ -56,13 +70,80 @@ def stable_seed(seed: int, key: Hashable) -> int:
     return int.from_bytes(_digest(seed, key)[:8], "little")
 
 
-def _check(d: int, k: int, alpha: float) -> None:
-    if not isinstance(d, int | np.integer) or d < 1:
-        raise ValueError(f"d (number of reward dimensions) must be a positive int, got {d!r}.")
-    if not isinstance(k, int | np.integer) or k < 1:
-        raise ValueError(f"k (number of weight draws) must be a positive int, got {k!r}.")
-    if not (isinstance(alpha, int | float | np.floating) and math.isfinite(alpha) and alpha > 0):
-        raise ValueError(f"alpha (Dirichlet concentration) must be a finite positive number, got {alpha!r}.")
+ALPHA_RANGE: tuple[float, float] = (1e-300, 1e15)
+"""The Dirichlet concentrations the samplers accept, inclusive. Below 1e-300 ``E / alpha`` of the
+log-space draw overflows float64; above 1e15 Dir(alpha·1_d) is the centre of the simplex to within
+float64's resolution (the spread of a weight is ~1/sqrt(d·alpha)), so a larger alpha asks for nothing
+a smaller one does not already give. The Sobol sampler has a narrower range (`vpo_core.qmc.SOBOL_ALPHA_RANGE`)."""
+
+LOG_SPACE_ALPHA = 0.1
+"""Below this concentration the Dirichlet draws are made in log space (see the module docstring);
+at 0.1 a direct Gamma variate underflows with probability ~1e-31, so numpy's own draws are kept above."""
+
+MAX_DRAW_BYTES = 2**30
+"""The most memory (1 GiB) the weight draws of one call, or of one block of the VPO estimator
+(`vpo_core.objectives`), may take: a K or a batch whose arrays would exceed it is refused up front
+with a `ConfigError` naming the size, instead of failing (or swapping) mid-run."""
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int | np.integer) and not isinstance(value, bool)
+
+
+def check_alpha(alpha: object, *, name: str = "alpha", limits: tuple[float, float] = ALPHA_RANGE) -> float:
+    """The Dirichlet concentration as a float, or a `ConfigError` naming the accepted range.
+
+    Args:
+        alpha: The concentration.
+        name: The option's name in the message.
+        limits: The inclusive range (`ALPHA_RANGE`, or the Sobol sampler's).
+
+    Raises:
+        ConfigError: For a bool, a non-number, NaN, inf, or a value outside `limits`.
+    """
+    low, high = limits
+    if isinstance(alpha, bool) or not isinstance(alpha, int | float | np.integer | np.floating):
+        raise ConfigError(f"{name} (Dirichlet concentration) must be a number in [{low:g}, {high:g}], got {alpha!r}.")
+    value = float(alpha)
+    if not (math.isfinite(value) and value > 0):
+        raise ConfigError(
+            f"{name} (Dirichlet concentration) must be a finite positive number, got {alpha!r}; "
+            f"the samplers accept [{low:g}, {high:g}]."
+        )
+    if not low <= value <= high:
+        raise ConfigError(
+            f"{name} (Dirichlet concentration) must lie in [{low:g}, {high:g}], got {alpha!r}: "
+            + (
+                "smaller concentrations overflow float64 even in log space."
+                if value < low
+                else "larger ones are the simplex's centre to float64's resolution (or beyond the sampler's accuracy)."
+            )
+        )
+    return value
+
+
+def check_draw_size(n_bytes: int, what: str) -> None:
+    """Refuse an allocation above `MAX_DRAW_BYTES`, naming its size and the bound.
+
+    Raises:
+        ConfigError: If `n_bytes` exceeds the bound.
+    """
+    if n_bytes > MAX_DRAW_BYTES:
+        raise ConfigError(
+            f"{what} would allocate {n_bytes / 2**30:,.1f} GiB, over the {MAX_DRAW_BYTES / 2**30:g} GiB bound of "
+            "the weight draws; lower num_weights (K; the paper uses 100) or the batch."
+        )
+
+
+def _check(d: int, k: int, alpha: float, groups: int = 1) -> float:
+    if not _is_int(d) or d < 1:
+        raise ConfigError(f"d (number of reward dimensions) must be a positive int, got {d!r}.")
+    if not _is_int(k) or k < 1:
+        raise ConfigError(f"k (number of weight draws) must be a positive int, got {k!r}.")
+    value = check_alpha(alpha)
+    factor = 3 if value < LOG_SPACE_ALPHA else 1  # the log-space draw holds two more arrays of the same size
+    check_draw_size(8 * factor * int(groups) * int(d) * int(k), f"{groups} group(s) of K={k} weights of d={d}")
+    return value
 
 
 class KeyedWeights:
@@ -93,42 +174,74 @@ class KeyedWeights:
         }
         return self._generator
 
+    def log_gamma_draws(self, d: int, k: int, keys: Sequence[Hashable], *, alpha: float = 1.0) -> NDArray[np.float64]:
+        """The logarithms of K·d Gamma(alpha) variates per key, finite for every alpha in `ALPHA_RANGE`.
+
+        At or above `LOG_SPACE_ALPHA` they are the logarithms of `gamma_draws`' numbers. Below it key
+        b's Generator fills a (d, K) block of Gamma(alpha + 1) variates G, then a (d, K) block of
+        Exp(1) variates E, and the result is ``log G - E / alpha`` (Gamma(alpha) = Gamma(alpha + 1)
+        · U^(1/alpha), with -log U ~ Exp(1)).
+
+        Returns:
+            Log-variates, shape (B, K, d): a transposed view of a C-contiguous (B, d, K) array.
+        """
+        value = _check(d, k, alpha, len(keys))
+        if value >= LOG_SPACE_ALPHA:
+            with np.errstate(divide="ignore"):
+                return np.log(self.gamma_draws(d, k, keys, alpha=value))
+        out = np.empty((len(keys), d, k), dtype=np.float64)
+        exponential = np.empty((d, k), dtype=np.float64)
+        for b, key in enumerate(keys):
+            rng = self.generator(key)
+            out[b] = np.log(rng.standard_gamma(value + 1.0, size=(d, k)))
+            rng.standard_exponential(out=exponential)
+            out[b] -= exponential / value
+        return out.transpose(0, 2, 1)
+
     def gamma_draws(self, d: int, k: int, keys: Sequence[Hashable], *, alpha: float = 1.0) -> NDArray[np.float64]:
         """K·d Gamma(alpha) variates per key: key b's Generator fills a (d, K) block in C order.
 
         For alpha = 1 (the paper's choice) numpy's `standard_exponential` is used: it returns exactly
-        the numbers ``standard_gamma(1.0)`` would, faster.
+        the numbers ``standard_gamma(1.0)`` would, faster. Below `LOG_SPACE_ALPHA` the variates are
+        ``exp`` of `log_gamma_draws` (many underflow to 0 there: use `weights`, which never does).
 
         Returns:
             Variates, shape (B, K, d): a transposed view of a C-contiguous (B, d, K) array, the layout
             a batched ``r @ w.T`` wants.
         """
-        _check(d, k, alpha)
+        value = _check(d, k, alpha, len(keys))
+        if value < LOG_SPACE_ALPHA:
+            return np.exp(self.log_gamma_draws(d, k, keys, alpha=value))
         draws = np.empty((len(keys), d, k), dtype=np.float64)
         for b, key in enumerate(keys):
             rng = self.generator(key)
-            if alpha == 1.0:
+            if value == 1.0:
                 rng.standard_exponential(out=draws[b])
             else:
-                draws[b] = rng.standard_gamma(float(alpha), size=(d, k))
+                draws[b] = rng.standard_gamma(value, size=(d, k))
         return draws.transpose(0, 2, 1)
 
     def weights(self, d: int, k: int, keys: Sequence[Hashable], *, alpha: float = 1.0) -> NDArray[np.float64]:
         """K Dirichlet(alpha·1_d) weight vectors per key: the gamma draws divided by their sums.
 
+        Below `LOG_SPACE_ALPHA` the weights are the softmax of `log_gamma_draws` over the d
+        components, so no draw underflows: as alpha -> 0 each vector approaches a vertex.
+
         Returns:
             Weights, shape (B, K, d) (a transposed view of a C-contiguous (B, d, K) array); every
             row is non-negative and sums to 1.
         """
-        draws = self.gamma_draws(d, k, keys, alpha=alpha)
-        blocks = draws.transpose(0, 2, 1)  # the contiguous (B, d, K) blocks: the sum over d runs along rows
-        totals = blocks.sum(axis=1, keepdims=True)  # (B, 1, K)
-        degenerate = totals <= 0.0  # only possible for tiny alpha: every gamma variate of a draw underflowed
-        if np.any(degenerate):
-            blocks[...] = np.where(degenerate, 1.0, blocks)
-            totals = np.where(degenerate, float(d), totals)
-        blocks /= totals
-        return draws
+        value = _check(d, k, alpha, len(keys))
+        if value < LOG_SPACE_ALPHA:
+            out = self.log_gamma_draws(d, k, keys, alpha=value)
+            blocks = out.transpose(0, 2, 1)  # the contiguous (B, d, K) blocks: d runs along rows
+            blocks -= blocks.max(axis=1, keepdims=True)
+            np.exp(blocks, out=blocks)  # the largest component is exactly 1, so no sum is 0
+        else:  # a direct draw is all zeros with probability below 1e-31 per component here
+            out = self.gamma_draws(d, k, keys, alpha=value)
+            blocks = out.transpose(0, 2, 1)
+        blocks /= blocks.sum(axis=1, keepdims=True)  # sums of shape (B, 1, K)
+        return out
 
 
 def keyed_generator(seed: int, key: Hashable) -> np.random.Generator:

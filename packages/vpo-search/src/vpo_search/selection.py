@@ -14,7 +14,7 @@ from vpo_core import Task
 from vpo_core.evaluation import SavedPool, best_at_k_of_pool, load_pool
 from vpo_search.protocol import SearchableEnv
 
-__all__ = ["hardest_problems", "load_pools", "pool_best_at_k", "resolve_problems"]
+__all__ = ["check_pool_source", "hardest_problems", "load_pools", "pool_best_at_k", "resolve_problems"]
 
 
 def load_pools(paths: Sequence[str | os.PathLike[str]]) -> dict[str, SavedPool]:
@@ -75,6 +75,60 @@ def pool_best_at_k(env: SearchableEnv, tasks: Sequence[Task[Any]], pool: SavedPo
     return out
 
 
+def check_pool_source(env: SearchableEnv, tasks: Sequence[Task[Any]], pool: SavedPool, name: str) -> None:
+    """Refuse a pool that was not made by this env on these tasks.
+
+    A pool's rows are matched to the split's tasks by position, so a pool of another env (or of the
+    same env on other data or another split) would select problems by someone else's scores. The pool's
+    metadata (`vpo_core.evaluation.SavedPool`: ``env``, ``task_ids``, ``reward_names``, written by
+    ``apps/evaluate.py``) must name this env and the split's first T tasks in order; a pool that names
+    no env (a bare array from before pools carried metadata, with no ``results.json`` beside it) cannot
+    be checked and is refused too.
+
+    Args:
+        env: The env being searched.
+        tasks: The split's tasks.
+        pool: The pool.
+        name: Its file, for the message.
+
+    Raises:
+        ValueError: Naming the file, what it records and what the search expected.
+    """
+    expected = str(env.env_id)
+    if pool.env is None:
+        raise ValueError(
+            f"pool {name} does not record which env made it (a bare array without metadata); re-run "
+            f"apps/evaluate.py on {expected} to save it with its metadata, or pass problems= explicitly."
+        )
+    if pool.env != expected:
+        raise ValueError(
+            f"pool {name} was made by env {pool.env!r}, but the search runs on {expected!r}; pass the "
+            f"pools apps/evaluate.py saved for {expected}."
+        )
+    count = int(pool.rewards.shape[0])
+    if pool.task_ids is not None:
+        ids = [str(task.id) for task in tasks[:count]]
+        if len(pool.task_ids) != count or [str(t) for t in pool.task_ids] != ids:
+            where = next((i for i, (a, b) in enumerate(zip(pool.task_ids, ids, strict=False)) if str(a) != b), None)
+            detail = (
+                f"row {where} is {pool.task_ids[where]!r}, the split's task {where} is {ids[where]!r}"
+                if where is not None
+                else f"it has {len(pool.task_ids)} task ids for {count} rows and the split {len(tasks)} tasks"
+            )
+            raise ValueError(
+                f"pool {name} was evaluated on other tasks than this split's ({detail}); is env_args "
+                "(data, source) or split the evaluation's?"
+            )
+    if pool.reward_names is not None:
+        for i, task in enumerate(tasks[: min(count, len(pool.reward_names))]):
+            names = list(env.spec_for(task).names)
+            if list(pool.reward_names[i]) != names:
+                raise ValueError(
+                    f"pool {name} scored task {task.id} on {list(pool.reward_names[i])}, but the env's spec is "
+                    f"{names}; re-evaluate with this env's version."
+                )
+
+
 def hardest_problems(
     env: SearchableEnv, tasks: Sequence[Task[Any]], pools: dict[str, SavedPool], *, k: int = 30
 ) -> list[Task[Any]]:
@@ -90,10 +144,13 @@ def hardest_problems(
         The selected tasks, in split order.
 
     Raises:
-        ValueError: Without pools, for pools of different T, or more rows than tasks.
+        ValueError: Without pools, for a pool of another env or other tasks (`check_pool_source`), for
+            pools of different T, or more rows than tasks.
     """
     if not pools:
         raise ValueError("problems=hardest needs the evaluation pools of the arms: pools=<dir or pool_*.npy>,...")
+    for name, pool in pools.items():
+        check_pool_source(env, tasks, pool, name)
     sizes = {name: pool.rewards.shape[0] for name, pool in pools.items()}
     if len(set(sizes.values())) != 1:
         raise ValueError(f"the pools cover different numbers of tasks {sizes}; evaluate both arms on the same tasks.")

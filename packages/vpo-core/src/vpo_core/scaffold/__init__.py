@@ -16,6 +16,7 @@ does not apply to a domain package, which its author rewrites right away.
 from __future__ import annotations
 
 import argparse
+import importlib
 import re
 import string
 import sys
@@ -23,10 +24,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Names", "main", "names_for", "register_in_workspace", "render", "scaffold"]
+from vpo_core.errors import ConfigError
+
+__all__ = ["MAX_NAME_LENGTH", "Names", "main", "names_for", "register_in_workspace", "render", "scaffold"]
 
 TEMPLATES = Path(__file__).parent / "templates"
-_NAME = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
+_NAME = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")  # matched whole (fullmatch: no trailing newline)
+MAX_NAME_LENGTH = 40
+"""The longest env name: it becomes folder and file names (``packages/env-NAME``, 255 bytes at most on
+common file systems), a distribution name, a class name and prompt text; 40 characters is generous for
+any of them."""
 
 
 @dataclass(frozen=True)
@@ -55,19 +62,25 @@ class Names:
 
 
 def names_for(name: str) -> Names:
-    """The spellings of `name`.
+    r"""The spellings of `name`.
 
     Raises:
-        ValueError: Unless `name` is lowercase letters and digits, words joined by single hyphens, and
-            not already versioned (``maze``, ``word-count``; not ``Maze``, ``word_count``, ``maze-v2``).
+        ConfigError: Unless `name` is lowercase letters and digits, words joined by single hyphens, at
+            most `MAX_NAME_LENGTH` characters and not already versioned (``maze``, ``word-count``; not
+            ``Maze``, ``word_count``, ``maze-v2``, ``"count\n"``).
     """
-    if not _NAME.match(name or ""):
-        raise ValueError(
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise ConfigError(
             f"env name {name!r} must be lowercase letters and digits, words joined by '-', starting with a "
             "letter (e.g. 'count' or 'word-count')."
         )
-    if re.search(r"-v\d+$", name):
-        raise ValueError(f"env name {name!r} ends with a version; pass the bare name (the id gets '-v1').")
+    if len(name) > MAX_NAME_LENGTH:
+        raise ConfigError(
+            f"env name {name[:20]!r}... has {len(name)} characters, over the limit of {MAX_NAME_LENGTH} "
+            "(it names folders, files and a class); pick a shorter name."
+        )
+    if re.search(r"-v\d+\Z", name):
+        raise ConfigError(f"env name {name!r} ends with a version; pass the bare name (the id gets '-v1').")
     words = name.split("-")
     return Names(
         name=name,
@@ -139,12 +152,22 @@ def _insert_into_array(text: str, section: str, key: str, item: str) -> str:
     return text[: opening + 1] + new_inner + text[closing:]
 
 
-def register_in_workspace(pyproject: Path, names: Names) -> list[str]:
+def register_in_workspace(pyproject: Path, names: Names, *, dry_run: bool = False) -> list[str]:
     """Make the workspace root install the new package; returns what changed (empty if nothing).
 
     Adds ``"env-NAME"`` to ``[project].dependencies``, ``env-NAME = { workspace = true }`` to
     ``[tool.uv.sources]``, and ``"env_NAME"`` to ``[tool.ruff.lint].isort.known-first-party`` where the
-    root lists first-party modules. Idempotent; the rest of the file is left byte for byte.
+    root lists first-party modules. Idempotent; the rest of the file is left byte for byte. The edited
+    text must parse as TOML and hold the two entries, or nothing is written.
+
+    Args:
+        pyproject: The workspace root's ``pyproject.toml``.
+        names: The new package's names.
+        dry_run: Check the edit and return the changes without writing the file.
+
+    Raises:
+        ValueError: If the file lacks a table the edit needs, or the edited file would not be valid
+            TOML holding the new entries.
     """
     text = pyproject.read_text()
     original = text
@@ -166,8 +189,35 @@ def register_in_workspace(pyproject: Path, names: Names) -> list[str]:
         if text != before:
             changes.append(f'[tool.ruff.lint] isort.known-first-party += "{names.module}"')
     if text != original:
-        pyproject.write_text(text)
+        _check_registered(text, names, pyproject)
+        if not dry_run:
+            pyproject.write_text(text)
     return changes
+
+
+def _check_registered(text: str, names: Names, pyproject: Path) -> None:
+    """Refuse to write an edited ``pyproject.toml`` that is not TOML or lacks the new entries.
+
+    Raises:
+        ValueError: Naming the file; it is left as it was.
+    """
+    try:
+        tomllib = importlib.import_module("tomllib")
+    except ImportError:  # Python 3.10 has no TOML parser: the name rules of `names_for` alone guard the edit
+        return
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(
+            f"adding {names.package} would make {pyproject} invalid TOML ({exc}); it was left as it was."
+        ) from None
+    dependencies = data.get("project", {}).get("dependencies", [])
+    sources = data.get("tool", {}).get("uv", {}).get("sources", {})
+    if names.package not in dependencies or sources.get(names.package) != {"workspace": True}:
+        raise ValueError(
+            f"adding {names.package} to {pyproject} did not register it ([project].dependencies and "
+            "[tool.uv.sources]); it was left as it was: add the package by hand."
+        )
 
 
 def scaffold(name: str, root: str | Path = ".", *, register: bool = True) -> tuple[Path, list[str]]:
@@ -194,7 +244,10 @@ def scaffold(name: str, root: str | Path = ".", *, register: bool = True) -> tup
     pyproject = root / "pyproject.toml"
     if register and not pyproject.is_file():
         raise FileNotFoundError(f"{pyproject} not found; run from the workspace root or pass --root.")
-    for relative, content in render(names).items():
+    files = render(names)
+    if register:  # check the root's edit before writing anything, so a refusal leaves no half-made package
+        register_in_workspace(pyproject, names, dry_run=True)
+    for relative, content in files.items():
         path = target / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(content)

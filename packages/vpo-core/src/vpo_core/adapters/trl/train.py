@@ -29,7 +29,8 @@ from vpo_core.adapters.local.sampling import SamplingSettings
 from vpo_core.cli_config import option, run_cli
 from vpo_core.errors import ConfigError, UserError
 from vpo_core.methods import METHODS, get_method
-from vpo_core.qmc import check_weight_sampler
+from vpo_core.objectives import GROUPS_PER_BLOCK
+from vpo_core.qmc import check_weight_options
 from vpo_core.registry import DEFAULT_ENV
 
 __all__ = ["Prepared", "TRLTrainConfig", "build_trainer", "main", "prepare", "run"]
@@ -94,8 +95,14 @@ class TRLTrainConfig:
         if self.method not in METHODS:
             raise ConfigError(f"unknown method {self.method!r}; choose one of {sorted(METHODS)} (e.g. method=vpo).")
         try:
-            get_method(self.method).resolve_m(self.m)
-            check_weight_sampler(self.weight_sampler)
+            m = get_method(self.method).resolve_m(self.m)
+            check_weight_options(
+                self.alpha,
+                self.num_weights,
+                self.weight_sampler,
+                groups=min(self.prompts_per_step, GROUPS_PER_BLOCK),
+                rollouts=self.group_size * m,
+            )
         except ValueError as exc:
             raise ConfigError(str(exc)) from exc
         for name in ("steps", "prompts_per_step", "mini_batches", "num_weights", "eval_samples", "eval_seeds"):

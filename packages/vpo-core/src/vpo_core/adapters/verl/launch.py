@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from vpo_core.adapters.verl.recipes import LOGGERS, RUN_DEFAULTS, Cell, cell, overrides
+from vpo_core.qmc import check_weight_options
 
 __all__ = [
     "LEGACY_TRAINER",
@@ -387,6 +388,7 @@ def plan(argv: Sequence[str]) -> tuple[LaunchPlan, bool]:
         "resume_mode": str(own.get("resume_mode", RUN_DEFAULTS["resume_mode"])),
         "limit": own.get("limit"),
     }
+    check_weight_options(options["alpha"], options["num_weights"], options["weight_sampler"])
     cell_overrides = overrides(
         c,
         train_files=str(out / "data" / "train.parquet"),
