@@ -63,7 +63,8 @@ def test_vpo_eval_writes_results_and_samples(tmp_path, fake_openai, capsys):
     assert results["settings"]["tasks"] == 2
     assert set(results["per_k"]) == {"1", "3"}
     for k in ("1", "3"):
-        assert set(results["per_k"][k]) == {"best", "pass", "E_w[best]", "diversity"}
+        stats = {"best", "pass", "E_w[best]", "diversity"}
+        assert set(results["per_k"][k]) == stats | {f"{stat}_se" for stat in stats}
     assert results["versions"]["vpo-core"]
     assert results["versions"]["env-maze"]
     assert results["date"].startswith("20")
@@ -110,8 +111,12 @@ def test_vpo_eval_multi_mode_and_resume(tmp_path, fake_openai, capsys):
     assert "other settings" in capsys.readouterr().err
     requests_before = len(server.requests)
     # a resumed evaluation with more tasks: same settings except the task count is refused too
+    capsys.readouterr()
     assert main([*argv, *ENV_OPTIONS, "--limit", "1", "--resume"]) == 0
     assert len(server.requests) == requests_before  # nothing sampled again
+    err = capsys.readouterr().err
+    assert "2 completions were scored again with the env" in err
+    assert "differ" not in err  # an honest file re-scores to what it holds
     results = json.loads((out / "results.json").read_text())
     assert results["settings"]["mode"] == "multi"
     assert results["settings"]["m"] == 3
@@ -126,6 +131,8 @@ def test_vpo_eval_multi_mode_and_resume(tmp_path, fake_openai, capsys):
         (["--env", "nope-v1"], "unknown env id 'nope-v1'", 2),
         (["--env", "maze-v1", "--env-option", "size=3"], "env.size is not an option of maze-v1", 2),
         (["--env", "maze-v1", "--mode", "single", "-m", "3"], "drop -m 3", 2),
+        (["--env", "maze-v1", "--env-option", "test_size=-1"], "test_size must be an int in [1, 100]", 2),
+        (["--env", "maze-v1", "--split", "nope"], "unknown maze split 'nope'", 2),
         (["--env", "maze-v1", "--base-url", "http://127.0.0.1:9/v1"], "cannot reach", 1),
     ],
 )
@@ -152,3 +159,202 @@ def test_template_options_need_a_vllm_server_or_are_left_out(tmp_path, fake_open
     assert main([*argv, "--out", str(tmp_path / "b"), "--template-options", "none"]) == 0
     results = json.loads((tmp_path / "b" / "results.json").read_text())
     assert results["settings"]["chat_template_kwargs"] == {}
+
+
+# ---- resume integrity, damaged inputs, server-controlled text, comparable output (issues 37 and 40) ----
+
+
+def _argv(server, out, *extra):
+    return [
+        "--env",
+        "maze-v1",
+        "--base-url",
+        server.base_url,
+        "--template-options",
+        "none",
+        "--limit",
+        "2",
+        "--samples",
+        "4",
+        "--out",
+        str(out),
+        *ENV_OPTIONS,
+        *extra,
+    ]
+
+
+def _one_line_error(err: str, *needles: str) -> None:
+    assert "Traceback" not in err
+    errors = [line for line in err.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1, err
+    for needle in needles:
+        assert needle in errors[0], errors[0]
+
+
+def test_resume_rescores_stored_completions_instead_of_trusting_their_rewards(tmp_path, fake_openai, capsys):
+    _, reply = _maze_replies()
+    server = fake_openai(reply)
+    out = tmp_path / "eval"
+    assert main(_argv(server, out)) == 0
+    before = json.loads((out / "results.json").read_text())["metrics"]
+    assert before["best@1"] < 1.0  # garbage on odd samples
+    records = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+    for r in records:  # an edited file: every candidate claims the best reward, completions unchanged
+        r["rewards"] = [[1.0] * len(row) for row in r["rewards"]]
+    (out / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    requests = len(server.requests)
+    capsys.readouterr()
+    assert main(_argv(server, out, "--resume")) == 0
+    assert len(server.requests) == requests  # nothing sampled again
+    after = json.loads((out / "results.json").read_text())["metrics"]
+    assert after["best@1"] == pytest.approx(before["best@1"], abs=1e-12)
+    assert "differ from the env's score" in capsys.readouterr().err
+    kept = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+    assert all(max(max(row) for row in r["rewards"]) <= 1.0 for r in kept)
+    assert sum(r["rewards"] != [[1.0] * len(r["rewards"][0])] for r in kept) > 0  # the file holds the re-scores
+
+
+def test_resume_without_run_json_is_refused(tmp_path, fake_openai, capsys):
+    _, reply = _maze_replies()
+    server = fake_openai(reply)
+    out = tmp_path / "eval"
+    assert main(_argv(server, out)) == 0
+    (out / "run.json").unlink()
+    capsys.readouterr()
+    assert main(_argv(server, out, "--resume")) == 2
+    _one_line_error(capsys.readouterr().err, "run.json", "cannot be verified", "another --out")
+
+
+@pytest.mark.parametrize(
+    ("run_json", "needle"),
+    [
+        ("[1, 2]", "not a JSON object"),
+        ("{not json", "not JSON"),
+        ('{"env": "maze-v1"}', "other settings"),
+    ],
+)
+def test_a_damaged_run_json_is_one_line(tmp_path, fake_openai, capsys, run_json, needle):
+    _, reply = _maze_replies()
+    server = fake_openai(reply)
+    out = tmp_path / "eval"
+    assert main(_argv(server, out)) == 0
+    (out / "run.json").write_text(run_json)
+    capsys.readouterr()
+    assert main(_argv(server, out, "--resume")) == 2
+    _one_line_error(capsys.readouterr().err, "run.json", needle)
+
+
+@pytest.mark.parametrize(
+    ("edit", "needle"),
+    [
+        (lambda r: [1, 2], "line 1 is not a JSON object"),
+        (lambda r: {**r, "completion": 5}, "'completion' must be text"),
+        (lambda r: {**r, "sample": "0"}, "'sample' must be an integer"),
+        (lambda r: {**r, "sample": 7}, "'sample' must be an integer from 0 to 3"),
+        (lambda r: {**r, "task_id": ["x"]}, "'task_id' must be text"),
+        (lambda r: {**r, "prompt": "hello"}, "another prompt"),
+        (lambda r: {k: v for k, v in r.items() if k != "completion"}, "'completion' must be text"),
+    ],
+)
+def test_damaged_samples_are_one_line(tmp_path, fake_openai, capsys, edit, needle):
+    _, reply = _maze_replies()
+    server = fake_openai(reply)
+    out = tmp_path / "eval"
+    assert main(_argv(server, out)) == 0
+    lines = (out / "samples.jsonl").read_text().splitlines()
+    lines[0] = json.dumps(edit(json.loads(lines[0])))
+    (out / "samples.jsonl").write_text("\n".join(lines) + "\n")
+    capsys.readouterr()
+    assert main(_argv(server, out, "--resume")) == 2
+    _one_line_error(capsys.readouterr().err, "samples.jsonl", needle)
+
+
+def test_samples_of_another_mode_are_not_mixed_in(tmp_path, fake_openai, capsys):
+    _, reply = _maze_replies()
+    server = fake_openai(reply)
+    single, multi = tmp_path / "single", tmp_path / "multi"
+    assert main(_argv(server, single, "--samples", "2")) == 0  # 2 completions per task, as in multi below
+    assert main(_argv(server, multi, "-m", "3", "--samples", "6")) == 0
+    (multi / "samples.jsonl").write_text((single / "samples.jsonl").read_text())  # same task ids, other prompts
+    capsys.readouterr()
+    assert main(_argv(server, multi, "-m", "3", "--samples", "6", "--resume")) == 2
+    _one_line_error(capsys.readouterr().err, "another prompt")
+
+
+def test_an_interrupted_last_line_is_sampled_again(tmp_path, fake_openai, capsys):
+    _, reply = _maze_replies()
+    server = fake_openai(reply)
+    out = tmp_path / "eval"
+    assert main(_argv(server, out)) == 0
+    text = (out / "samples.jsonl").read_text()
+    (out / "samples.jsonl").write_text(text[: len(text) - 25])  # cut inside the last record
+    requests = len(server.requests)
+    assert main(_argv(server, out, "--resume")) == 0
+    assert len(server.requests) == requests + 1  # the second task (cut short) once more
+    assert len((out / "samples.jsonl").read_text().splitlines()) == 8
+
+
+@pytest.mark.parametrize("where", ["file", "under_file"])
+def test_an_unusable_out_is_one_line(tmp_path, fake_openai, capsys, where):
+    _, reply = _maze_replies()
+    server = fake_openai(reply)
+    blocker = tmp_path / "taken"
+    blocker.write_text("not a folder")
+    out = blocker if where == "file" else blocker / "eval"
+    assert main(_argv(server, out)) == 2
+    _one_line_error(capsys.readouterr().err, "--out", str(out))
+    assert server.requests == []  # refused before anything is sampled
+    assert blocker.read_text() == "not a folder"
+
+
+def test_a_server_model_id_is_printed_without_its_control_characters(tmp_path, fake_openai, capsys):
+    _, reply = _maze_replies()
+    evil = "m\x1b[2J\x1b]0;owned\x07\u202e\x9b31m"
+    server = fake_openai(reply, model=evil)
+    assert main(_argv(server, tmp_path / "eval")) == 0
+    captured = capsys.readouterr()
+    for stream in (captured.out, captured.err):
+        assert not any(ch in stream for ch in ("\x1b", "\x07", "\u202e", "\x9b"))
+    assert "m\\x1b[2J" in captured.out
+    assert json.loads((tmp_path / "eval" / "results.json").read_text())["model"] == evil  # the record keeps it
+
+
+def test_results_carry_standard_errors_a_schema_version_and_a_settings_digest(tmp_path, fake_openai, capsys):
+    import hashlib
+
+    from vpo_core.eval_cli import BOOTSTRAP_RESAMPLES, RESULTS_SCHEMA_VERSION, settings_digest
+
+    _, reply = _maze_replies()
+    server = fake_openai(reply)
+    out = tmp_path / "eval"
+    assert main(_argv(server, out)) == 0
+    captured = capsys.readouterr()
+    results = json.loads((out / "results.json").read_text())
+    assert results["schema_version"] == RESULTS_SCHEMA_VERSION
+    settings = {k: v for k, v in results["settings"].items() if k != "base_url"}
+    canonical = json.dumps(settings, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+    assert results["settings_digest"] == hashlib.sha256(canonical.encode()).hexdigest()
+    assert settings_digest(results["settings"]) == results["settings_digest"]
+    assert settings_digest({**results["settings"], "base_url": "http://elsewhere/v1"}) == results["settings_digest"]
+    assert settings_digest({**results["settings"], "temperature": 0.5}) != results["settings_digest"]
+    assert results["bootstrap"] == {"over": "tasks", "resamples": BOOTSTRAP_RESAMPLES, "seed": 0}
+    errors = results["standard_errors"]
+    assert set(errors) == set(results["metrics"])
+    for k, row in results["per_k"].items():
+        for stat in ("best", "pass", "E_w[best]", "diversity"):
+            assert row[f"{stat}_se"] == errors[f"{stat}@{k}" if stat != "E_w[best]" else f"E_w[best@{k}]"]
+    # 2 tasks answered alike: the best@1 of the two tasks is the same, so its standard error is 0; pass@3 too
+    assert errors["best@1"] == pytest.approx(0.0, abs=1e-12)
+    assert "best@1 " in captured.out
+    assert " ± " in captured.out
+    assert f"nothing is uploaded; results stay in {out}" in captured.out
+    assert f"{BOOTSTRAP_RESAMPLES} bootstrap resamples over tasks" in captured.out
+
+
+def test_a_k_the_pools_cannot_give_is_named_in_the_results(tmp_path, fake_openai, capsys):
+    _, reply = _maze_replies()
+    server = fake_openai(reply)
+    assert main(_argv(server, tmp_path / "eval")) == 0
+    results = json.loads((tmp_path / "eval" / "results.json").read_text())
+    assert results["ks_not_reported"] == {"ks": [5, 10, 30, 50, 100], "pool_size": 4}
+    assert "k = 5, 10, 30, 50, 100 are not reported" in capsys.readouterr().err

@@ -140,3 +140,71 @@ def test_a_broken_record_beside_an_old_pool_falls_back_to_the_shape_rule(tmp_pat
     (tmp_path / "index.json").write_text(json.dumps({"pools": [{"pool": "pool_x.npy", "mode": "chains"}]}))
     pool = load_pool(tmp_path / "pool_x.npy")
     assert (pool.mode, pool.source) == ("multi", "shape")
+
+
+@pytest.mark.parametrize(
+    ("sidecar", "needle"),
+    [
+        ("[1, 2, 3]", "not a JSON object"),
+        ("{not json", "not JSON"),
+        ('{"format": 1}', "'mode'"),
+        ('{"mode": 3}', "'mode'"),
+        ('{"mode": "multi", "settings": [1]}', "'settings'"),
+        ('{"mode": "multi", "task_ids": ["a"]}', "'task_ids'"),
+        ('{"mode": "multi", "task_ids": [1, 2]}', "'task_ids'"),
+        ('{"mode": "multi", "reward_names": [["a"], "b"]}', "'reward_names'"),
+        ('{"mode": "multi", "w_star": [[0.5], ["x"]]}', "'w_star'"),
+        ('{"mode": "multi", "versions": {"numpy": 2}}', "'versions'"),
+        ('{"mode": "multi", "env": ["maze-v1"]}', "'env'"),
+        ('{"mode": "multi", "format": 99}', "format 99"),
+        ('{"mode": "multi", "shape": [2, 5, 3, 4]}', "shape"),
+    ],
+)
+def test_a_sidecar_of_the_wrong_shape_is_one_clear_error(tmp_path, sidecar, needle):
+    from vpo_core.errors import DataFileError
+
+    np.save(tmp_path / "pool_x.npy", np.zeros((2, 4, 3, 4)))
+    (tmp_path / "pool_x.json").write_text(sidecar)
+    with pytest.raises(DataFileError, match=r"pool_x\.json") as caught:
+        load_pool(tmp_path / "pool_x.npy")
+    assert needle in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_damaged_npz_metadata_is_one_clear_error(tmp_path):
+    from vpo_core.errors import DataFileError
+
+    np.savez_compressed(tmp_path / "pool.npz", rewards=np.zeros((1, 2, 1, 4)), metadata=np.array('"just text"'))
+    with pytest.raises(DataFileError, match=r"pool\.npz.*not a JSON object"):
+        load_pool(tmp_path / "pool.npz")
+
+
+def test_damaged_summaries_beside_an_old_pool_do_not_crash_the_reader(tmp_path):
+    np.save(tmp_path / "pool_x.npy", np.zeros((1, 2, 3, 4)))
+    (tmp_path / "index.json").write_text(json.dumps({"pools": 5, "config": []}))
+    assert load_pool(tmp_path / "pool_x.npy").source == "shape"
+    (tmp_path / "index.json").write_text(
+        json.dumps({"pools": [{"pool": "pool_x.npy", "mode": "single"}], "config": []})
+    )
+    pool = load_pool(tmp_path / "pool_x.npy")
+    assert (pool.mode, pool.env, pool.source) == ("single", None, "index.json")
+    (tmp_path / "results.json").write_text(
+        json.dumps({"x": {"mode": "single", "settings": {"file": "pool_x.npy", "env": 3}}})
+    )
+    assert load_pool(tmp_path / "pool_x.npy").env is None
+
+
+def test_a_missing_pool_is_a_missing_data_error(tmp_path):
+    from vpo_core.errors import MissingDataError
+
+    with pytest.raises(MissingDataError, match=r"nope\.npy"):
+        load_pool(tmp_path / "nope.npy")
+
+
+def test_every_committed_pool_still_loads():
+    results = ROOT / "results"
+    files = [*results.glob("*/pools/*.npz"), *results.rglob("pool.npz"), *results.rglob("pool_*.npy")]
+    assert len(files) > 50
+    for file in files:
+        pool = load_pool(file)
+        assert pool.rewards.ndim == 4

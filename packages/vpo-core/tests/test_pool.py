@@ -259,15 +259,49 @@ def test_maze_pool_reports_validity_and_pareto_coverage():
     assert out["pareto_covered"] == 1 / len(front)
 
 
-def test_a_k_larger_than_the_pool_is_reported_not_silently_dropped(caplog):
+def test_a_k_larger_than_the_pool_is_refused_when_asked_and_named_by_default(caplog):
+    from vpo_core.errors import ConfigError
+
     env = ToyEnv()
     tasks = env.tasks("test")
     rewards = np.random.default_rng(0).integers(0, 2, size=(len(tasks), 7, 1, 3)).astype(float)
-    with caplog.at_level("WARNING", logger="vpo_core.evaluation.metrics"):
-        got = pool_summary(env, tasks, list(rewards), mode="single", ks=(1, 5, 10, 30))
-    assert "best@5" in got
-    assert "best@10" not in got
-    assert "k = 10, 30 are not reported: the smallest pool has 7 candidates" in caplog.text
+    with pytest.raises(ConfigError, match=r"k = 10, 30 is larger than the pools: task toy/test/0 has 7 candidates"):
+        pool_summary(env, tasks, list(rewards), mode="single", ks=(1, 5, 10, 30))
+    with pytest.raises(ConfigError, match="k = 8 is larger"):
+        pool_summary(env, tasks, list(rewards), mode="single", ks=(8,))
+    with pytest.raises(ConfigError, match="integers >= 1"):
+        pool_summary(env, tasks, list(rewards), mode="single", ks=(0, 2))
+    assert "best@7" in pool_summary(env, tasks, list(rewards), mode="single", ks=(7,))
+    for default in (None, KS):  # the paper's k: each where the pools allow, the rest named
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="vpo_core.evaluation.metrics"):
+            got = pool_summary(env, tasks, list(rewards), mode="single", ks=default)
+        assert "best@5" in got
+        assert "best@10" not in got
+        assert "k = 10, 30 are not reported: the smallest pool has 7 candidates" in caplog.text
+
+
+def test_evaluate_policy_refuses_a_k_beyond_its_pools_before_sampling():
+    from vpo_core.errors import ConfigError
+    from vpo_core.evaluation import evaluate_policy
+
+    class Counting:
+        calls = 0
+
+        def prompt_text(self, messages):
+            return messages[-1]["content"]
+
+        def sample(self, prompts, **kwargs):
+            Counting.calls += 1
+            return ["5"] * len(prompts) * kwargs["num_samples"]
+
+    env = ToyEnv()
+    how = {"name": "x", "mode": "single", "m": 1, "samples": 4, "temperature": 1.0, "top_p": 1.0, "max_new_tokens": 4}
+    with pytest.raises(ConfigError, match=r"k = 10 is larger than the pools: 4 samples x 2 seed\(s\) give 8"):
+        evaluate_policy(Counting(), env, env.tasks("test"), seeds=2, ks=(1, 10), **how)
+    assert Counting.calls == 0
+    result = evaluate_policy(Counting(), env, env.tasks("test"), seeds=2, ks=(1, 8), **how)
+    assert "best@8" in result.metrics
 
 
 def test_pareto_points_with_non_dyadic_coordinates_are_found_in_float32_pools():

@@ -22,8 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import threading
-import urllib.error
-import urllib.request
 from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -32,15 +30,25 @@ import numpy as np
 from numpy.typing import NDArray
 
 from env_ultrafeedback._scorer import ARMORM_ID, RewardScorer, check_batch
+from vpo_core.errors import ServerError
+from vpo_core.http_json import ANSWER_OVERHEAD, RequestError, UnreachableError, for_terminal, request_json
 
 __all__ = ["DEFAULT_URL", "ScorerClient", "ScoringServer", "ScoringServerError", "main"]
 
 DEFAULT_URL = "http://127.0.0.1:8765"
 MAX_BODY = 64 * 1024 * 1024
+HEALTH_BYTES = 1024 * 1024
+"""The largest ``GET /health`` answer the client reads."""
+REWARD_BYTES = 64
+"""Bytes of a ``/score`` answer per reward (a float's repr and its separator take at most 26)."""
 
 
-class ScoringServerError(ConnectionError):
-    """The scoring server could not be reached or refused a request (the message says what to do)."""
+class ScoringServerError(ServerError, ConnectionError):
+    """The scoring server could not be reached, refused a request or answered something else (a project user error).
+
+    The message says what to do. Requests go through `vpo_core.http_json`: no redirect is followed, ``timeout_s``
+    bounds each whole request, and an answer is read only up to what the request can need.
+    """
 
 
 class ScoringServer:
@@ -145,7 +153,7 @@ class ScorerClient:
     Args:
         url: The server's root URL.
         names: The dimension names the env expects (checked against the server's on first use).
-        timeout_s: Seconds per request.
+        timeout_s: The deadline of each whole request, in seconds.
     """
 
     def __init__(self, url: str = DEFAULT_URL, names: Sequence[str] | None = None, timeout_s: float = 600.0) -> None:
@@ -154,37 +162,39 @@ class ScorerClient:
         self._expected = None if names is None else tuple(names)
         self._names: tuple[str, ...] | None = None
 
-    def _request(self, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(
-            self.url + path,
-            data=data,
-            headers={"Content-Type": "application/json"},
-            method="GET" if data is None else "POST",
-        )
+    def _request(
+        self, path: str, body: dict[str, Any] | None = None, *, max_bytes: int = HEALTH_BYTES
+    ) -> dict[str, Any]:
+        """One request to the server (no retry: the caller's step fails); answers at most `max_bytes` are read."""
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
-                return json.loads(response.read())
-        except urllib.error.HTTPError as error:
-            detail = error.read().decode(errors="replace")
-            raise ScoringServerError(f"scoring server {self.url} answered {error.code}: {detail}") from error
-        except (urllib.error.URLError, OSError) as error:
+            answer = request_json(self.url + path, body, timeout_s=self.timeout_s, max_bytes=max_bytes)
+        except UnreachableError as error:
             raise ScoringServerError(
                 f"no scoring server at {self.url} ({error}). Start one per machine with "
                 f"`env-ultrafeedback-rm --port {self.url.rsplit(':', 1)[-1]}` (model {ARMORM_ID}), point "
                 "env.scorer_url (or VPO_RM_URL) at it, or score in this process with env.scorer=inprocess."
-            ) from error
+            ) from None
+        except RequestError as error:
+            raise ScoringServerError(f"scoring server {self.url}: {error}") from None
+        if not isinstance(answer, dict):
+            raise ScoringServerError(f"scoring server {self.url}{path} did not answer a JSON object; check the URL.")
+        return answer
 
     @property
     def names(self) -> tuple[str, ...]:
         """The server's dimension names (asked once)."""
         if self._names is None:
-            names = tuple(self._request("/health")["names"])
-            if self._expected is not None and names != self._expected:
+            names = self._request("/health").get("names")
+            if not isinstance(names, list) or not names or not all(isinstance(name, str) for name in names):
                 raise ScoringServerError(
-                    f"scoring server {self.url} scores {names}, this env expects {self._expected}."
+                    f"scoring server {self.url}/health named no reward dimensions; is it env-ultrafeedback-rm?"
                 )
-            self._names = names
+            if self._expected is not None and tuple(names) != self._expected:
+                raise ScoringServerError(
+                    f"scoring server {self.url} scores {for_terminal(str(tuple(names)))}, this env expects "
+                    f"{self._expected}."
+                )
+            self._names = tuple(names)
         return self._names
 
     def score(self, prompts: Sequence[str], responses: Sequence[str]) -> NDArray[np.float64]:
@@ -193,12 +203,23 @@ class ScorerClient:
         d = len(self.names)
         if not prompts:
             return np.zeros((0, d))
-        rewards = np.asarray(
-            self._request("/score", {"prompts": prompts, "responses": responses})["rewards"], dtype=np.float64
-        )
-        if rewards.shape != (len(prompts), d):
-            raise ScoringServerError(f"scoring server returned shape {rewards.shape}, expected {(len(prompts), d)}.")
-        return rewards
+        limit = ANSWER_OVERHEAD + REWARD_BYTES * len(prompts) * d
+        rewards = self._request("/score", {"prompts": prompts, "responses": responses}, max_bytes=limit).get("rewards")
+        if not (
+            isinstance(rewards, list)
+            and len(rewards) == len(prompts)
+            and all(
+                isinstance(row, list)
+                and len(row) == d
+                and all(isinstance(x, int | float) and not isinstance(x, bool) for x in row)
+                for row in rewards
+            )
+        ):
+            raise ScoringServerError(
+                f'scoring server {self.url} did not answer {len(prompts)} rows of {d} numbers under "rewards"; '
+                "is it env-ultrafeedback-rm?"
+            )
+        return np.asarray(rewards, dtype=np.float64)
 
 
 def main(argv: list[str] | None = None) -> int:

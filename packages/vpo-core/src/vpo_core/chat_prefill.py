@@ -21,7 +21,9 @@ decoded by the server's tokenizer, so text the decoder rewrites (a tokenizer wit
 the options, or options the server already applies by default (``--default-chat-template-kwargs``), are
 not seen, exactly as `template_prefill` does not see them.
 
-Standard library only: `vpo-eval` runs from a plain ``pip install vpo-core``.
+Standard library only: `vpo-eval` runs from a plain ``pip install vpo-core``. Requests go through
+`vpo_core.http_json` (no redirect followed, a deadline per request, answers read up to what the request can
+need: a ``/tokenize`` answer in proportion to the conversation, a ``/detokenize`` one to the token count).
 """
 
 from __future__ import annotations
@@ -29,10 +31,20 @@ from __future__ import annotations
 import json
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
+
+from vpo_core.errors import ServerError
+from vpo_core.http_json import (
+    ANSWER_OVERHEAD,
+    BYTES_PER_TOKEN,
+    NoAnswerError,
+    RequestError,
+    StatusError,
+    UnreachableError,
+    for_terminal,
+    request_json,
+)
 
 __all__ = ["PROBE", "VLLM_OWNER", "PrefillError", "ServerPrefill", "api_root", "served_by_vllm"]
 
@@ -42,10 +54,11 @@ VLLM_OWNER = "vllm"
 PROBE: tuple[dict[str, str], ...] = ({"role": "user", "content": "?"},)
 """The conversation `template_prefill` probes a tokenizer with (a one-word user turn)."""
 
-_TRANSIENT = (429, 500, 502, 503, 504)
+TOKEN_BYTES = 64
+"""Bytes of a ``/tokenize`` answer per byte of the request: an id and a token string for each token, generously."""
 
 
-class PrefillError(RuntimeError):
+class PrefillError(ServerError):
     """The server cannot say what its chat template pre-fills; the message names the URL and the answer."""
 
 
@@ -78,8 +91,8 @@ class ServerPrefill:
         model: The served model name.
         chat_template_kwargs: The template options chat requests send (e.g. ``{"enable_thinking": False}``).
         api_key: Sent as ``Authorization: Bearer``.
-        timeout_s: Seconds per request.
-        retries: Retries of a transient failure (HTTP 429/5xx, a timeout).
+        timeout_s: The deadline of each whole request, in seconds.
+        retries: Retries of a transient failure (HTTP 429/5xx, the deadline).
     """
 
     def __init__(
@@ -147,38 +160,33 @@ class ServerPrefill:
         }
         if chat_template_kwargs is not None:
             payload["chat_template_kwargs"] = dict(chat_template_kwargs)
-        answer = self._post("/tokenize", payload)
+        # the answer holds the prompt's token ids and strings: at most one token per byte of the conversation
+        size = len(json.dumps(payload).encode())
+        answer = self._post("/tokenize", payload, ANSWER_OVERHEAD + TOKEN_BYTES * size)
         tokens = answer.get("tokens")
         if not isinstance(tokens, list) or not all(isinstance(t, int) for t in tokens):
             raise PrefillError(f"{self.root}/tokenize answered no token ids ({_short(answer)}); is it a vLLM server?")
-        text = self._post("/detokenize", {"model": self.model, "tokens": tokens}).get("prompt")
+        detokenize = {"model": self.model, "tokens": tokens}
+        text = self._post("/detokenize", detokenize, ANSWER_OVERHEAD + BYTES_PER_TOKEN * len(tokens)).get("prompt")
         if not isinstance(text, str):
             raise PrefillError(f"{self.root}/detokenize answered no prompt text; is it a vLLM server?")
         return text
 
-    def _post(self, path: str, payload: dict[str, Any]) -> dict[str, Any]:
+    def _post(self, path: str, payload: dict[str, Any], max_bytes: int) -> dict[str, Any]:
+        """One POST with the retry policy (HTTP 429/5xx, the deadline); answers at most `max_bytes` are read."""
         url = f"{self.root}{path}"
-        headers = {"Authorization": f"Bearer {self.api_key}", "Content-Type": "application/json"}
-        data = json.dumps(payload).encode()
+        headers = {"Authorization": f"Bearer {self.api_key}"}
         for attempt in range(self.retries + 1):
-            request = urllib.request.Request(url, data=data, headers=headers, method="POST")
             try:
-                with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
-                    answer = json.loads(response.read().decode())
-            except urllib.error.HTTPError as exc:
-                body = exc.read().decode(errors="replace")[:300]
-                if exc.code in _TRANSIENT and attempt < self.retries:
-                    time.sleep(min(2.0**attempt, 10.0))
+                answer = request_json(url, payload, headers=headers, timeout_s=self.timeout_s, max_bytes=max_bytes)
+            except RequestError as exc:
+                if exc.transient and attempt < self.retries:
+                    if isinstance(exc, StatusError):
+                        time.sleep(min(2.0**attempt, 10.0))
                     continue
-                raise PrefillError(f"{url} answered HTTP {exc.code}: {body}") from None
-            except TimeoutError:
-                if attempt < self.retries:
-                    continue
-                raise PrefillError(f"{url} did not answer within {self.timeout_s:.0f}s") from None
-            except (urllib.error.URLError, OSError) as exc:  # refused, reset, or a connection closed unanswered
-                raise PrefillError(f"{url} gave no answer ({getattr(exc, 'reason', exc)})") from None
-            except json.JSONDecodeError:
-                raise PrefillError(f"{url} did not answer JSON") from None
+                if isinstance(exc, UnreachableError | NoAnswerError):
+                    raise PrefillError(f"{url} gave no answer ({exc})") from None
+                raise PrefillError(str(exc)) from None
             if not isinstance(answer, dict):
                 raise PrefillError(f"{url} did not answer a JSON object ({_short(answer)})")
             return answer
@@ -186,5 +194,4 @@ class ServerPrefill:
 
 
 def _short(value: Any) -> str:
-    text = json.dumps(value)
-    return text if len(text) <= 200 else text[:200] + "..."
+    return for_terminal(json.dumps(value), 200)

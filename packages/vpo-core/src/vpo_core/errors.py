@@ -13,7 +13,7 @@ torch loads.
 
 from __future__ import annotations
 
-__all__ = ["ConfigError", "DataFileError", "MissingDataError", "RunDirError", "UserError"]
+__all__ = ["ConfigError", "DataFileError", "MissingDataError", "RunDirError", "ServerError", "UserError"]
 
 
 class UserError(Exception):
@@ -38,3 +38,12 @@ class RunDirError(DataFileError):
 
 class MissingDataError(UserError, FileNotFoundError):
     """Data the run needs is not there: a dataset, a model directory, a checkpoint or a file named by an option."""
+
+
+class ServerError(UserError, RuntimeError):
+    """A server the user pointed at cannot be used: unreachable, refusing, too slow, or answering what no client takes.
+
+    Raised by `vpo_core.http_json` (each failure its own subclass, telling a transient one from the rest) and by
+    the clients built on it (`vpo-eval`'s sampler, the chat-template pre-fill, the reward-model scorer client,
+    vpo-search's endpoint check); the message names the URL and what to do.
+    """

@@ -1,23 +1,46 @@
-"""Check the model endpoint before a search starts, so a wrong URL, key or model name fails at once."""
+"""Check the model endpoint before a search starts, so a wrong URL, key or model name fails at once.
+
+Requests go through `vpo_core.http_json`: no redirect is followed (the key stays with the endpoint), the
+timeout bounds each whole request, and the model list is read up to a fixed cap.
+"""
 
 from __future__ import annotations
 
-import json
 import logging
-import urllib.error
-import urllib.request
 from collections.abc import Mapping
 from typing import Any
 
 from vpo_core.chat_prefill import PROBE, PrefillError, ServerPrefill, served_by_vllm
+from vpo_core.errors import ServerError
+from vpo_core.http_json import (
+    DeadlineError,
+    NoAnswerError,
+    RedirectError,
+    RequestError,
+    StatusError,
+    UnreachableError,
+    for_terminal,
+    request_json,
+)
 
 __all__ = ["EndpointError", "check_endpoint", "check_template_options"]
 
 logger = logging.getLogger(__name__)
 
 
-class EndpointError(RuntimeError):
-    """The OpenAI-compatible endpoint cannot serve the search."""
+MODEL_LIST_BYTES = 4 * 1024 * 1024
+"""The largest ``GET /models`` answer read."""
+
+
+class EndpointError(ServerError):
+    """The OpenAI-compatible endpoint cannot serve the search (a project user error)."""
+
+
+def _get(url: str, api_key: str, timeout_s: float) -> Any:
+    """``GET url`` through `vpo_core.http_json` (no redirect followed, `timeout_s` bounds the whole request)."""
+    return request_json(
+        url, headers={"Authorization": f"Bearer {api_key}"}, timeout_s=timeout_s, max_bytes=MODEL_LIST_BYTES
+    )
 
 
 def check_endpoint(base_url: str, model: str, api_key: str, *, timeout_s: float = 10.0) -> list[str]:
@@ -38,31 +61,36 @@ def check_endpoint(base_url: str, model: str, api_key: str, *, timeout_s: float 
     """
     url = base_url.rstrip("/") + "/models"
     serve = f"vllm serve <merged HF dir> --served-model-name {model} --port 8000"
-    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {api_key}"})
     try:
-        with urllib.request.urlopen(request, timeout=timeout_s) as response:
-            body = response.read()
-    except urllib.error.HTTPError as exc:
-        if exc.code in (401, 403):
+        answer = _get(url, api_key, timeout_s)
+    except RedirectError as exc:
+        raise EndpointError(str(exc)) from None
+    except StatusError as exc:
+        if exc.status in (401, 403):
             raise EndpointError(
-                f"{url} rejected the API key (HTTP {exc.code}); pass api_key=<the server's key>."
+                f"{url} rejected the API key (HTTP {exc.status}); pass api_key=<the server's key>."
             ) from None
-        if exc.code == 404:
+        if exc.status == 404:
             logger.warning("%s has no model list (HTTP 404); going on without checking the model name", url)
             return []
-        raise EndpointError(f"{url} answered HTTP {exc.code}; is base_url an OpenAI-compatible /v1 URL?") from None
-    except (urllib.error.URLError, TimeoutError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
+        said = f" (it said: {exc.body})" if exc.body else ""
         raise EndpointError(
-            f"cannot reach the model endpoint {base_url} ({reason}). Serve the checkpoint first ({serve}) "
-            "or fix base_url=."
+            f"{url} answered HTTP {exc.status}{said}; is base_url an OpenAI-compatible /v1 URL?"
         ) from None
-    try:
-        ids = [str(item["id"]) for item in json.loads(body)["data"]]
-    except (ValueError, KeyError, TypeError):
-        raise EndpointError(f"{url} did not answer with an OpenAI model list; is base_url the /v1 URL?") from None
+    except (UnreachableError, NoAnswerError, DeadlineError) as exc:
+        raise EndpointError(
+            f"cannot reach the model endpoint {base_url} ({exc}). Serve the checkpoint first ({serve}) or fix base_url=."
+        ) from None
+    except RequestError as exc:
+        raise EndpointError(f"{exc} (is base_url the /v1 URL?)") from None
+    rows = answer.get("data") if isinstance(answer, dict) else None
+    if not isinstance(rows, list) or not all(isinstance(row, dict) and isinstance(row.get("id"), str) for row in rows):
+        raise EndpointError(f"{url} did not answer with an OpenAI model list; is base_url the /v1 URL?")
+    ids = [row["id"] for row in rows]
     if ids and model not in ids:
-        raise EndpointError(f"{base_url} serves {ids}, not {model!r}; pass model=<one of them> (or {serve}).")
+        raise EndpointError(
+            f"{base_url} serves {for_terminal(str(ids))}, not {model!r}; pass model=<one of them> (or {serve})."
+        )
     return ids
 
 
@@ -87,13 +115,12 @@ def check_template_options(
     Raises:
         EndpointError: Not a vLLM server, or one that cannot say what its template pre-fills.
     """
-    url = base_url.rstrip("/") + "/models"
-    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {api_key}"})
     try:
-        with urllib.request.urlopen(request, timeout=timeout_s) as response:
-            rows = json.loads(response.read()).get("data") or []
-    except (urllib.error.URLError, OSError, ValueError, AttributeError):
-        rows = []
+        answer = _get(base_url.rstrip("/") + "/models", api_key, timeout_s)
+    except RequestError:
+        answer = None
+    rows = answer.get("data") if isinstance(answer, dict) else None
+    rows = rows if isinstance(rows, list) else []
     if not served_by_vllm(row for row in rows if isinstance(row, dict)):
         raise EndpointError(
             f"{base_url} is not a vLLM server (its model list does not say owned_by: vllm), and only vLLM takes "

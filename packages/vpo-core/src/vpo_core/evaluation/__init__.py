@@ -6,6 +6,8 @@
   `load_pool` (the pool with its env, mode, per-task specs, sampling settings and versions);
 - `vpo_core.evaluation.metrics`: the paper's metrics of pools (one k-loop, one best@k estimator of a
   pool, `best_at_k_of_pool`), with structured metric names (`MetricName`) and the markdown table;
+- `vpo_core.evaluation.reporting`: what makes evaluations comparable: bootstrap standard errors over
+  tasks (`standard_errors`), the settings digest (`settings_digest`) and ``vpo-eval``'s results schema version;
 - `vpo_core.evaluation.plots`: best@k against k (needs matplotlib, imported when drawing).
 
 The evaluation app (``apps/evaluate.py``) is `vpo_core.adapters.local.evaluate`; it needs the local
@@ -29,6 +31,7 @@ from vpo_core.evaluation.metrics import (
     validity_metrics,
 )
 from vpo_core.evaluation.pool_file import SavedPool, legacy_mode, load_pool, new_pool, package_versions, save_pool
+from vpo_core.evaluation.reporting import settings_digest, standard_errors
 from vpo_core.evaluation.sampling import CONDITIONINGS, EvalResult, Sampler, evaluate_policy, goal_weights_for_eval
 
 __all__ = [
@@ -52,7 +55,9 @@ __all__ = [
     "pool_metrics",
     "pool_summary",
     "save_pool",
+    "settings_digest",
     "split_by_reach",
+    "standard_errors",
     "task_pool_metrics",
     "validity_metrics",
 ]

@@ -61,6 +61,7 @@ from typing import Any, Protocol
 import numpy as np
 from numpy.typing import NDArray
 
+from vpo_core.errors import ConfigError
 from vpo_core.metrics import (
     EXPECTED_WEIGHTS,
     best_at_k,
@@ -225,7 +226,7 @@ def task_pool_metrics(
     rewards: Any,
     *,
     mode: str,
-    ks: Sequence[int] = KS,
+    ks: Sequence[int] | None = None,
     num_weights: int = NUM_WEIGHTS,
     report_dims: Sequence[str] | None = None,
 ) -> dict[str, float]:
@@ -236,7 +237,8 @@ def task_pool_metrics(
         task: The task.
         rewards: The pool, shape (n, m, d') with d' >= the task's d (extra columns are padding).
         mode: ``"multi"`` (chain estimator) or ``"single"`` (iid; m = 1).
-        ks: The k values; those larger than the pool are left out.
+        ks: The k values (default `KS`); those larger than this pool are left out (`pool_summary`
+            refuses a k the caller asked for that the pools cannot give).
         num_weights: Weight draws of E_w[best@k].
         report_dims: Dimensions whose own best@k is reported (default ``env.profile.report_dims``).
 
@@ -262,7 +264,7 @@ def task_pool_metrics(
     success = np.asarray(env.is_success(r, task), dtype=float)  # (n, m)
     out[MetricName("mean_w_star")] = float(scores.mean())
     chains = mode == "multi"
-    for k in ks:
+    for k in KS if ks is None else ks:
         if k <= n:
             out[MetricName("chain_pass", k)] = chain_pass_at_k(success, k)
         if k <= n * m:
@@ -341,6 +343,17 @@ def split_by_reach(values: Any, reached: Any) -> dict[str, NDArray[np.float64]]:
     return {REACH_SPLIT[0]: np.where(on, data, 0.0), REACH_SPLIT[1]: np.where(on, 0.0, data)}
 
 
+def _asked_ks(ks: Sequence[int] | None) -> tuple[int, ...]:
+    """The k a caller asked for (empty for the default: None or `KS` itself); refuses a k below 1."""
+    if ks is None:
+        return ()
+    asked = tuple(ks)
+    bad = [k for k in asked if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1]
+    if bad or not asked:
+        raise ConfigError(f"k of best@k must be integers >= 1, got {list(asked)}.")
+    return () if tuple(int(k) for k in asked) == KS else tuple(int(k) for k in asked)
+
+
 def pool_curve(env: Any, tasks: Sequence[Any], pools: Sequence[Any], *, mode: str) -> list[float]:
     """best@k of the w*-score for k = 1..(smallest pool size), averaged over tasks.
 
@@ -371,14 +384,16 @@ def pool_summary(
     per_task: Sequence[Mapping[str, float]] | None = None,
     *,
     mode: str,
-    ks: Sequence[int] = KS,
+    ks: Sequence[int] | None = None,
     num_weights: int = NUM_WEIGHTS,
     report_dims: Sequence[str] | None = None,
 ) -> dict[str, float]:
     """The metrics of a split: `task_pool_metrics` averaged over tasks, plus ``collinearity``.
 
-    A metric is kept only when every task has it (a k larger than some task's pool is left out, and
-    a warning names the k left out and the pool size); ``no_valid`` is the share of tasks without a
+    A k the caller asks for must fit every pool: a larger one is refused, naming k and the smallest
+    pool's size (never a table that silently lacks it). By default (``ks`` None, or the paper's `KS`
+    itself) each k of `KS` is reported where every pool allows it and a warning names the k left out
+    and the pool size. A metric is kept only when every task has it; ``no_valid`` is the share of tasks without a
     valid candidate, and ``best@k|reached`` / ``best@k|unreached`` the mean best@k over the tasks with
     one / without one (each left out when there are no such tasks);
     ``mean_<dim>`` only when every task has the same dimensions. ``collinearity`` is ρ̄ of all
@@ -391,7 +406,7 @@ def pool_summary(
         pools: One pool per task, shape (n_t, m, d'_t).
         per_task: The tasks' `task_pool_metrics`, if already computed.
         mode: ``"multi"`` or ``"single"``.
-        ks: The k values.
+        ks: The k values (see above; default `KS` where the pools allow).
         num_weights: Weight draws of E_w[best@k].
         report_dims: As in `task_pool_metrics`.
 
@@ -400,16 +415,28 @@ def pool_summary(
 
     Raises:
         ValueError: For no tasks, or tasks and pools of different lengths.
+        ConfigError: For a k below 1 or one that is asked for and larger than the smallest pool.
     """
     if not pools or len(tasks) != len(pools):
         raise ValueError(f"need one pool per task and at least one task, got {len(tasks)} tasks, {len(pools)} pools.")
+    asked = _asked_ks(ks)
+    sizes = [_pool_size(np.asarray(p), mode) for p in pools]
+    smallest = min(sizes)
+    if asked:
+        too_large = [k for k in asked if k > smallest]
+        if too_large:
+            where = tasks[sizes.index(smallest)]
+            raise ConfigError(
+                f"k = {', '.join(map(str, too_large))} is larger than the pools: task {getattr(where, 'id', where)} "
+                f"has {smallest} candidates ({'n x m in multi mode' if mode == 'multi' else 'n'}); sample more "
+                f"per task or ask for k <= {smallest}."
+            )
     if per_task is None:
         per_task = [
             task_pool_metrics(env, t, p, mode=mode, ks=ks, num_weights=num_weights, report_dims=report_dims)
             for t, p in zip(tasks, pools, strict=True)
         ]
-    smallest = min(_pool_size(np.asarray(p), mode) for p in pools)
-    left_out = [k for k in ks if k > smallest]
+    left_out = [k for k in KS if k > smallest] if not asked else []
     if left_out:  # said, not silent: the table shows no column for these k
         logging.getLogger(__name__).warning(
             "best@k, pass@k and E_w[best@k] for k = %s are not reported: the smallest pool has %d candidates "
@@ -458,7 +485,7 @@ def pool_metrics(
     *,
     mode: str,
     num_weights: int = NUM_WEIGHTS,
-    ks: Sequence[int] = KS,
+    ks: Sequence[int] | None = None,
 ) -> tuple[dict[str, float], list[float]]:
     """The paper's metrics of a split's pools (`pool_summary`) and the best@k curve (`pool_curve`).
 
@@ -468,8 +495,9 @@ def pool_metrics(
         rewards: Pools, shape (T, n, m, d): n completions of m candidates per task.
         mode: ``"multi"`` uses the chain estimator.
         num_weights: Weight points of E_w[best@k] (`NUM_WEIGHTS`).
-        ks: The k of best@k, pass@k and E_w[best@k] (the paper's tables: 1, 3, 5, 10, 30; its
-            goal-conditioned table: 3, 6).
+        ks: The k of best@k, pass@k and E_w[best@k] (the paper's tables: 1, 3, 5, 10, 30, the default,
+            each where the pools allow; its goal-conditioned table: 3, 6); a k asked for must fit the
+            pools (`pool_summary`).
 
     Returns:
         The metrics (mean reward per dimension and of w*, best@k, pass@k, E_w[best@k], best@k of

@@ -31,6 +31,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from vpo_core.errors import DataFileError, MissingDataError
+
 __all__ = ["FORMAT_VERSION", "SavedPool", "legacy_mode", "load_pool", "new_pool", "package_versions", "save_pool"]
 
 FORMAT_VERSION = 1
@@ -185,31 +187,100 @@ def load_pool(path: str | os.PathLike[str]) -> SavedPool:
         The pool; its rewards as stored (cast with ``.astype`` where float64 is needed).
 
     Raises:
-        FileNotFoundError: If there is no such file.
-        ValueError: For a file that holds no pool of shape (T, n, m, d).
+        MissingDataError: If there is no such file (a FileNotFoundError).
+        DataFileError: For a file that holds no pool of shape (T, n, m, d), or metadata (the ``.json``
+            sidecar of a ``.npy`` pool, the ``metadata`` of an ``.npz`` one) that is not JSON or not of
+            `SavedPool.metadata`'s shape (a ValueError).
     """
     file = Path(path)
     if not file.is_file():
-        raise FileNotFoundError(f"pool file {file} does not exist.")
-    meta: dict[str, Any] | None = None
+        raise MissingDataError(f"pool file {file} does not exist.")
+    meta: tuple[Path, str] | None = None  # (where the metadata is, its text)
     if file.suffix == ".npz":
         with np.load(file) as saved:
             if "rewards" not in saved.files:
-                raise ValueError(f"{file} holds no 'rewards' array (arrays: {saved.files}); is it a pool file?")
+                raise DataFileError(f"{file} holds no 'rewards' array (arrays: {saved.files}); is it a pool file?")
             rewards = saved["rewards"]
             if "metadata" in saved.files:
-                meta = json.loads(str(saved["metadata"]))
+                meta = (file, str(saved["metadata"]))
     else:
         rewards = np.load(file)
         sidecar = file.with_suffix(".json")
         if sidecar.is_file():
-            meta = json.loads(sidecar.read_text())
+            meta = (sidecar, sidecar.read_text(errors="replace"))
     if np.ndim(rewards) != 4:
-        raise ValueError(f"{file}: a pool has shape (tasks, completions, m, d), got {np.shape(rewards)}.")
+        raise DataFileError(f"{file}: a pool has shape (tasks, completions, m, d), got {np.shape(rewards)}.")
     if meta is not None:
-        fields = {k: meta[k] for k in SavedPool.__dataclass_fields__ if k in meta and k not in ("rewards", "source")}
-        return SavedPool(rewards=rewards, **fields)
+        return SavedPool(rewards=rewards, **_checked_metadata(meta[0], meta[1], np.shape(rewards)))
     return _legacy_pool(file, rewards)
+
+
+def _is_text_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(x, str) for x in value)
+
+
+def _is_number_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(x, int | float) and not isinstance(x, bool) for x in value)
+
+
+def _checked_metadata(where: Path, text: str, shape: tuple[int, ...]) -> dict[str, Any]:
+    """The `SavedPool` fields in a pool's metadata, each checked against what `save_pool` writes.
+
+    Args:
+        where: The file the metadata is in (named in the errors).
+        text: The metadata as JSON text.
+        shape: The rewards' shape (T, n, m, d).
+
+    Returns:
+        Field name -> value, for the fields the metadata holds.
+
+    Raises:
+        DataFileError: One line naming the file and the field that is wrong.
+    """
+    fix = "write the pool again with vpo_core.evaluation.save_pool, or delete the metadata to read the bare array"
+    try:
+        meta = json.loads(text)
+    except (ValueError, RecursionError):  # JSONDecodeError is a ValueError; deep nesting a RecursionError
+        raise DataFileError(f"{where}: the pool's metadata is not JSON; {fix}.") from None
+    if not isinstance(meta, dict):
+        raise DataFileError(f"{where}: the pool's metadata is not a JSON object ({type(meta).__name__}); {fix}.")
+    version = meta.get("format", FORMAT_VERSION)
+    if not isinstance(version, int) or isinstance(version, bool) or not 1 <= version <= FORMAT_VERSION:
+        raise DataFileError(
+            f"{where}: metadata format {version!r} is not one this vpo-core reads (1..{FORMAT_VERSION}); update vpo-core."
+        )
+    if "shape" in meta and meta["shape"] != list(shape):
+        raise DataFileError(f"{where}: the metadata's shape {meta['shape']!r} is not the pool's {list(shape)}; {fix}.")
+    tasks = shape[0]
+    checks: dict[str, tuple[str, Any]] = {
+        "mode": ("'single' or 'multi'", lambda v: v in ("single", "multi")),
+        "env": ("text or null", lambda v: v is None or isinstance(v, str)),
+        "label": ("text or null", lambda v: v is None or isinstance(v, str)),
+        "task_ids": (f"a list of {tasks} texts or null", lambda v: v is None or (_is_text_list(v) and len(v) == tasks)),
+        "reward_names": (
+            f"a list of {tasks} lists of texts or null",
+            lambda v: v is None or (isinstance(v, list) and len(v) == tasks and all(_is_text_list(x) for x in v)),
+        ),
+        "w_star": (
+            f"a list of {tasks} lists of numbers or null",
+            lambda v: v is None or (isinstance(v, list) and len(v) == tasks and all(_is_number_list(x) for x in v)),
+        ),
+        "settings": ("a JSON object", lambda v: isinstance(v, dict)),
+        "versions": (
+            "an object of texts",
+            lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()),
+        ),
+    }
+    if "mode" not in meta:
+        raise DataFileError(f"{where}: the pool's metadata has no 'mode' (single or multi); {fix}.")
+    fields: dict[str, Any] = {}
+    for key, (wanted, ok) in checks.items():
+        if key in meta:
+            if not ok(meta[key]):
+                shown = json.dumps(meta[key])[:80]
+                raise DataFileError(f"{where}: the metadata's {key!r} must be {wanted}, got {shown}; {fix}.")
+            fields[key] = meta[key]
+    return fields
 
 
 def _legacy_pool(file: Path, rewards: NDArray[Any]) -> SavedPool:
@@ -224,20 +295,36 @@ def _legacy_pool(file: Path, rewards: NDArray[Any]) -> SavedPool:
             label, row = named[0]
             settings = dict(_settings(row))
             env = settings.pop("env", None)
-            return replace(pool, mode=row["mode"], env=env, label=label, settings=settings, source="results.json")
+            return replace(
+                pool,
+                mode=row["mode"],
+                env=env if isinstance(env, str) else None,
+                label=label,
+                settings=settings,
+                source="results.json",
+            )
     for folder in (file.parent, file.parent.parent):
         summary = _read_json(folder / "index.json")
         if not isinstance(summary, dict):
             continue
         relative = file.resolve().relative_to(folder.resolve()).as_posix()
-        for record in summary.get("pools", []):
+        records = summary.get("pools")
+        for record in records if isinstance(records, list) else []:
             if (
                 isinstance(record, dict)
                 and record.get("pool") == relative
                 and record.get("mode") in ("single", "multi")
             ):
-                env = summary.get("config", {}).get("env")
-                return replace(pool, mode=record["mode"], env=env, label=record.get("label"), source="index.json")
+                config = summary.get("config")
+                env = config.get("env") if isinstance(config, dict) else None
+                label = record.get("label")
+                return replace(
+                    pool,
+                    mode=record["mode"],
+                    env=env if isinstance(env, str) else None,
+                    label=label if isinstance(label, str) else None,
+                    source="index.json",
+                )
     return pool
 
 
@@ -245,7 +332,7 @@ def _read_json(path: Path) -> Any:
     """The JSON in `path`, or None where there is none (no file, or not JSON)."""
     try:
         return json.loads(path.read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # no file, not text or not JSON, nested past the parser
         return None
 
 

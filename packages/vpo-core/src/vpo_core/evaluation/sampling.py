@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from vpo_core.errors import ConfigError
 from vpo_core.evaluation.metrics import KS, pool_metrics
 from vpo_core.methods import goal_weights
 from vpo_core.types import Message, Task
@@ -142,7 +143,7 @@ def evaluate_policy(
     goal_weights: Sequence[np.ndarray] | None = None,
     progress: Callable[[int], None] | None = None,
     log: Callable[[str], None] = _log,
-    ks: Sequence[int] = KS,
+    ks: Sequence[int] | None = None,
 ) -> EvalResult:
     """Sample pools on `tasks` and compute the metrics.
 
@@ -166,14 +167,25 @@ def evaluate_policy(
             (a goal-conditioned policy; see `goal_weights_for_eval`), or None.
         progress: Called with the number of tasks done after each batch (e.g. a tqdm bar's ``update``).
         log: Where the count of bad completions is reported.
-        ks: The k of the metrics (see `pool_metrics`).
+        ks: The k of the metrics (default: `KS` where the pools allow; see `pool_metrics`). A k asked for
+            that the pools cannot hold is refused before anything is sampled.
 
     Returns:
         The pools and metrics.
+
+    Raises:
+        ConfigError: For a k asked for that is larger than the pools (samples, seeds and m decide their size).
     """
     if goal_weights is not None and len(goal_weights) != len(tasks):
         raise ValueError(f"goal_weights has {len(goal_weights)} vectors for {len(tasks)} tasks; give one per task.")
     per_task = max(1, samples // m)
+    size = per_task * seeds * (m if mode == "multi" else 1)
+    too_large = [k for k in ks or () if k > size] if ks is not None and tuple(ks) != KS else []
+    if too_large:  # refused now, not after the sampling (pool_summary refuses it too)
+        raise ConfigError(
+            f"k = {', '.join(map(str, too_large))} is larger than the pools: {samples} samples x {seeds} seed(s) "
+            f"give {size} candidates per task ({mode} mode, m={m}); raise samples/seeds or ask for k <= {size}."
+        )
     prompts = [
         policy.prompt_text(
             env.render_prompt(t, mode=mode, m=m, goal_weights=None if goal_weights is None else goal_weights[i])  # type: ignore[arg-type]

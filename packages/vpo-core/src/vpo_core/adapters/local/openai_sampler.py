@@ -12,11 +12,14 @@ Each prompt is one request for its ``n`` completions, with ``temperature``, ``to
 and ``seed`` (``seed + i`` for the i-th prompt, as the vLLM sampler seeds them), all fields of
 OpenAI's own request schemas; requests run concurrently (``max_workers``). Fields only vLLM accepts
 (``chat_template_kwargs``, ``add_special_tokens``) are sent only to a vLLM server (``server=``: "auto"
-recognises vLLM by the ``owned_by: vllm`` of its model list). Transient failures (HTTP 429/5xx,
-timeouts) are retried with back-off; a refused connection, a bad URL or a model the server does not
-serve fails at once with a message naming the fix. A completion the server returns without text
-counts as the empty string (scored like any unparseable completion), so one bad completion never
-stops an evaluation.
+recognises vLLM by the ``owned_by: vllm`` of its model list). Requests go through `vpo_core.http_json`:
+no redirect is followed (the API key stays with the endpoint, a POST stays a POST), ``timeout_s`` bounds
+each whole request, and an answer is read only up to what the request can need (`completion_limit` of
+``max_tokens`` and ``n``). Transient failures (HTTP 429/5xx, the deadline) are retried with back-off; a
+refused connection, a bad URL, a redirect, an oversized or malformed answer or a model the server does not
+serve fails at once with a message naming the fix. An answer without a ``choices`` list is not a
+completion answer and fails too; a choice the server returns without text counts as the empty string
+(scored like any unparseable completion), so one bad completion never stops an evaluation.
 
 The whole assistant turn is returned, as by the in-process samplers: text the chat template pre-fills
 (Qwen3 with ``enable_thinking=False`` writes an empty think block into the generation prompt) is in
@@ -33,14 +36,22 @@ from __future__ import annotations
 import json
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from vpo_core.adapters.local.samplers import template_prefill, with_prefill
 from vpo_core.chat_prefill import PROBE, PrefillError, ServerPrefill, served_by_vllm
+from vpo_core.errors import ServerError
+from vpo_core.http_json import (
+    DeadlineError,
+    RequestError,
+    StatusError,
+    UnreachableError,
+    completion_limit,
+    for_terminal,
+    request_json,
+)
 from vpo_core.types import Message
 
 __all__ = ["SERVERS", "VLLM_ONLY_FIELDS", "EndpointError", "OpenAISampler"]
@@ -51,8 +62,29 @@ VLLM_ONLY_FIELDS = ("chat_template_kwargs", "add_special_tokens")
 """Request fields of vLLM's OpenAI-compatible server that OpenAI's schemas do not have."""
 
 
-class EndpointError(RuntimeError):
-    """The endpoint cannot be used; the message names the URL and what to do."""
+MODEL_LIST_BYTES = 4 * 1024 * 1024
+"""The largest ``GET /models`` answer read (a list of a thousand models takes a few hundred KiB)."""
+
+
+class EndpointError(ServerError):
+    """The endpoint cannot be used; the message names the URL and what to do (a project user error)."""
+
+
+def _explain(exc: RequestError, timeout_s: float) -> str:
+    """The message of a failed request, with the fix for this client."""
+    if isinstance(exc, UnreachableError):
+        return (
+            f"{exc}; start the server (`vllm serve <checkpoint> --port 8000`) or pass endpoint=<its base URL, "
+            "e.g. http://127.0.0.1:8000/v1>."
+        )
+    if isinstance(exc, DeadlineError):
+        return (
+            f"{exc.url} did not answer within {timeout_s:g} s (the deadline of the whole request passed while "
+            f"{exc.step}); raise timeout_s= (vpo-eval: --timeout) if the server is only slow."
+        )
+    if isinstance(exc, StatusError) and exc.status in (401, 403):
+        return f"{exc} (check api_key=)"
+    return str(exc)
 
 
 class OpenAISampler:
@@ -67,14 +99,14 @@ class OpenAISampler:
             for ``api="completions"``. With ``api="chat"`` it tells the template's pre-fill; without it a
             vLLM server's ``/tokenize`` does.
         chat_template_kwargs: Extra variables of the chat template.
-        timeout_s: Seconds per request.
+        timeout_s: The deadline of each whole request, in seconds (not of each socket read).
         retries: Retries of a transient failure.
         max_workers: Concurrent requests.
         server: ``"vllm"`` sends vLLM's extra fields, ``"other"`` sends OpenAI's fields only, ``"auto"``
             decides by the model list (vLLM's says ``owned_by: vllm``).
 
     Raises:
-        EndpointError: For an unknown API or server kind, a missing tokenizer, an unreachable server, an
+        EndpointError: (a `vpo_core.errors.ServerError`) For an unknown API or server kind, a missing tokenizer, an unreachable server, an
             unknown model, template options a non-vLLM chat server cannot take, or a vLLM server that cannot
             say what its template pre-fills (no ``/tokenize``) when no tokenizer is given.
     """
@@ -119,14 +151,16 @@ class OpenAISampler:
             tokenizer = load_tokenizer(tokenizer)
         self.tokenizer = tokenizer
         rows = self._model_rows()
-        served = [str(row.get("id")) for row in rows]
+        served = [row["id"] for row in rows]
         self.vllm = server == "vllm" or (server == "auto" and served_by_vllm(rows))
         if model is None:
             if not served:
                 raise EndpointError(f"{self.base_url}/models lists no model; pass served_model=<name>.")
             model = served[0]
         elif served and model not in served:
-            raise EndpointError(f"{self.base_url} does not serve model {model!r}; it serves {served}.")
+            raise EndpointError(
+                f"{self.base_url} does not serve model {model!r}; it serves {for_terminal(str(served))}."
+            )
         self.model = model
         self.bad_completions = 0
         self._lock = threading.Lock()
@@ -168,35 +202,23 @@ class OpenAISampler:
             ) from None
 
     # ------------------------------------------------------------------------------- HTTP
-    def _request(self, path: str, payload: dict[str, Any] | None = None) -> Any:
+    def _request(self, path: str, payload: dict[str, Any] | None = None, *, max_bytes: int = MODEL_LIST_BYTES) -> Any:
+        """One request with the retry policy: a transient failure (HTTP 429/5xx, the deadline) is tried again.
+
+        Raises:
+            EndpointError: Any other failure, or the last transient one; the message names the fix.
+        """
         url = f"{self.base_url}{path}"
-        data = None if payload is None else json.dumps(payload).encode()
-        headers = {"Authorization": f"Bearer {self.api_key}", "Content-Type": "application/json"}
+        headers = {"Authorization": f"Bearer {self.api_key}"}
         for attempt in range(self.retries + 1):
-            request = urllib.request.Request(url, data=data, headers=headers, method="GET" if data is None else "POST")
             try:
-                with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
-                    return json.loads(response.read().decode())
-            except urllib.error.HTTPError as exc:
-                body = exc.read().decode(errors="replace")[:500]
-                if exc.code in (429, 500, 502, 503, 504) and attempt < self.retries:
-                    time.sleep(min(2.0**attempt, 30.0))
+                return request_json(url, payload, headers=headers, timeout_s=self.timeout_s, max_bytes=max_bytes)
+            except RequestError as exc:
+                if exc.transient and attempt < self.retries:
+                    if isinstance(exc, StatusError):  # a busy server: pause; a deadline already waited
+                        time.sleep(min(2.0**attempt, 30.0))
                     continue
-                hint = " (check api_key=)" if exc.code in (401, 403) else ""
-                raise EndpointError(f"{url} answered HTTP {exc.code}{hint}: {body}") from None
-            except TimeoutError as exc:
-                if attempt < self.retries:
-                    continue
-                raise EndpointError(
-                    f"{url} did not answer within {self.timeout_s:.0f}s ({exc}); raise timeout_s=."
-                ) from None
-            except urllib.error.URLError as exc:
-                raise EndpointError(
-                    f"cannot reach {url} ({exc.reason}); start the server (`vllm serve <checkpoint> --port 8000`) "
-                    "or pass endpoint=<its base URL, e.g. http://127.0.0.1:8000/v1>."
-                ) from None
-            except json.JSONDecodeError:
-                raise EndpointError(f"{url} did not answer JSON; is endpoint= an OpenAI-compatible API root?") from None
+                raise EndpointError(_explain(exc, self.timeout_s)) from None
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _model_rows(self) -> list[dict[str, Any]]:
@@ -204,11 +226,11 @@ class OpenAISampler:
         data = answer.get("data") if isinstance(answer, dict) else None
         if not isinstance(data, list):
             raise EndpointError(f"{self.base_url}/models did not answer an OpenAI model list; check endpoint=.")
-        return [row for row in data if isinstance(row, dict)]
+        return [row for row in data if isinstance(row, dict) and isinstance(row.get("id"), str)]
 
     def models(self) -> list[str]:
         """The served model names (``GET /models``)."""
-        return [str(row.get("id")) for row in self._model_rows()]
+        return [row["id"] for row in self._model_rows()]
 
     # ----------------------------------------------------------------------------- Sampler
     def prompt_text(self, messages: Sequence[Message]) -> str:
@@ -240,11 +262,19 @@ class OpenAISampler:
                 payload["add_special_tokens"] = False
         return payload
 
-    def _texts(self, answer: Any, n: int) -> list[str]:
+    def _texts(self, answer: Any, n: int, url: str) -> list[str]:
+        """The n completion texts of an answer; a choice without text is "" (counted in `bad_completions`).
+
+        Raises:
+            EndpointError: The answer is not a completion answer at all (no ``choices`` list).
+        """
         choices = answer.get("choices") if isinstance(answer, dict) else None
         texts = [""] * n
         if not isinstance(choices, list):
-            choices = []
+            raise EndpointError(
+                f"{url} answered JSON without a choices list ({for_terminal(json.dumps(answer), 120)}); is "
+                "endpoint= an OpenAI-compatible API root?"
+            )
         filled: set[int] = set()
         for position, choice in enumerate(choices):
             index = choice.get("index", position) if isinstance(choice, dict) else position
@@ -285,7 +315,8 @@ class OpenAISampler:
                 top_p=top_p,
                 seed=base + i,
             )
-            texts = self._texts(self._request(path, payload), num_samples)
+            answer = self._request(path, payload, max_bytes=completion_limit(max_new_tokens, num_samples))
+            texts = self._texts(answer, num_samples, self.base_url + path)
             if self.api == "chat":  # the server rendered the template: every prompt carries its pre-fill
                 prefill = (
                     self.prefill if self._server_prefill is None else self._learned_prefill(json.loads(prompts[i]))
