@@ -96,11 +96,27 @@ def sampler_seconds(server: SlowServer, workers: int, prompts: list[str]) -> tup
     return seconds, server.most
 
 
-def vpo_eval_seconds(server: SlowServer, concurrency: int, tasks: int) -> tuple[float, int]:
-    """Seconds of ``vpo-eval`` on `tasks` maze-v1 tasks (one completion each), and the most held at once."""
+def vpo_eval_seconds(server: SlowServer, concurrency: int, tasks: int, *, phase: bool = False) -> tuple[float, int]:
+    """Seconds of ``vpo-eval`` on `tasks` maze-v1 tasks (one completion each), and the most held at once.
+
+    ``phase=True``: the seconds of its sampling phase only (``eval_cli._sample_all``: the requests, the scoring
+    and the appends to samples.jsonl), without the command's fixed cost (env, probe, metrics, bootstrap).
+    """
+    from vpo_core import eval_cli
     from vpo_core.eval_cli import main
 
     server.reset()
+    sample_all = eval_cli._sample_all
+    spent: list[float] = []
+
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        begin = time.perf_counter()
+        try:
+            return sample_all(*args, **kwargs)
+        finally:
+            spent.append(time.perf_counter() - begin)
+
+    eval_cli._sample_all = timed  # type: ignore[assignment]
     with tempfile.TemporaryDirectory() as tmp:
         argv = ["--env", "maze-v1", "--base-url", server.base_url, "--template-options", "none", "--samples", "1"]
         argv += ["--limit", str(tasks), "--concurrency", str(concurrency), "--out", str(Path(tmp) / "eval")]
@@ -109,8 +125,9 @@ def vpo_eval_seconds(server: SlowServer, concurrency: int, tasks: int) -> tuple[
         with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
             code = main(argv)
         seconds = time.perf_counter() - start
+    eval_cli._sample_all = sample_all  # type: ignore[assignment]
     assert code == 0, f"vpo-eval exited {code}"
-    return seconds, server.most
+    return (spent[0] if phase else seconds), server.most
 
 
 def measure(run: Any, label: str, size: int) -> float:
@@ -134,12 +151,20 @@ def main() -> int:
         print("| client | in flight asked | requests | seconds | requests/s | most held by the server |")
         print("|---|---:|---:|---:|---:|---:|")
         ratio = measure(lambda w: sampler_seconds(server, w, prompts), "OpenAISampler.sample", PROMPTS)
-        eval_ratio = measure(lambda w: vpo_eval_seconds(server, w, PROMPTS), "vpo-eval (maze-v1)", PROMPTS)
+        eval_ratio = measure(
+            lambda w: vpo_eval_seconds(server, w, PROMPTS), "vpo-eval (maze-v1), whole command", PROMPTS
+        )
+        phase_ratio = measure(
+            lambda w: vpo_eval_seconds(server, w, PROMPTS, phase=True), "vpo-eval (maze-v1), sampling phase", PROMPTS
+        )
     finally:
         server.close()
     print(f"\nOpenAISampler: 16 in flight give {ratio:.1f}x the throughput of 1 (target >= {TARGET:.0f}x, ideal 16x)")
-    print(f"vpo-eval: --concurrency 16 gives {eval_ratio:.1f}x the throughput of --concurrency 1")
-    return 0 if ratio >= TARGET else 1
+    print(
+        f"vpo-eval: --concurrency 16 gives {phase_ratio:.1f}x the sampling phase's throughput of --concurrency 1 "
+        f"(target >= {TARGET:.0f}x); {eval_ratio:.1f}x on the whole command, fixed costs included"
+    )
+    return 0 if min(ratio, phase_ratio) >= TARGET else 1
 
 
 if __name__ == "__main__":

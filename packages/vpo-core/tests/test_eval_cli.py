@@ -358,3 +358,66 @@ def test_a_k_the_pools_cannot_give_is_named_in_the_results(tmp_path, fake_openai
     results = json.loads((tmp_path / "eval" / "results.json").read_text())
     assert results["ks_not_reported"] == {"ks": [5, 10, 30, 50, 100], "pool_size": 4}
     assert "k = 5, 10, 30, 50, 100 are not reported" in capsys.readouterr().err
+
+
+def test_vpo_eval_keeps_concurrency_requests_in_flight_and_writes_in_task_order(tmp_path):
+    """--concurrency 4: the server holds 4 requests at once (each waits until 4 are held, or 5 s), and
+    samples.jsonl still lists the tasks in order (issue 40 item 3; before, one task's request at a time)."""
+    import json as json_module
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from vpo_core.eval_cli import main
+
+    held = {"now": 0, "most": 0}
+    changed = threading.Condition()
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def _send(self, body):
+            data = json_module.dumps(body).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self):
+            self._send({"object": "list", "data": [{"id": "wide", "object": "model", "owned_by": "test"}]})
+
+        def do_POST(self):
+            payload = json_module.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            with changed:
+                held["now"] += 1
+                held["most"] = max(held["most"], held["now"])
+                changed.notify_all()
+                changed.wait_for(lambda: held["most"] >= 4, timeout=5)
+                held["now"] -= 1
+            text = f"answer to {payload['messages'][-1]['content'][-40:]}"
+            n = int(payload.get("n", 1))
+            self._send({"choices": [{"index": i, "message": {"role": "assistant", "content": text}} for i in range(n)]})
+
+    class Listener(ThreadingHTTPServer):
+        daemon_threads = True
+        request_queue_size = 64
+
+    httpd = Listener(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        out = tmp_path / "eval"
+        argv = ["--env", "maze-v1", "--base-url", f"http://127.0.0.1:{httpd.server_address[1]}/v1"]
+        argv += ["--template-options", "none", "--samples", "1", "--limit", "8", "--concurrency", "4"]
+        argv += ["--out", str(out), "--env-option", "test_size=8", "--env-option", "train_size=1"]
+        assert main(argv) == 0
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert held["most"] == 4
+    import vpo_core
+
+    env = vpo_core.make("maze-v1", test_size=8, train_size=1)
+    expected = [t.id for t in env.tasks("test")][:8]
+    lines = [json_module.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+    assert [r["task_id"] for r in lines] == expected

@@ -41,11 +41,14 @@ which (``chat_template_prefill``).
 from __future__ import annotations
 
 import argparse
+import collections
 import datetime
+import itertools
 import json
 import os
 import sys
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -172,7 +175,7 @@ _RECORD_FIX = "repair or delete that line (its task is then sampled again), or s
 
 
 def _record_problem(record: Any, per_task: int) -> str | None:
-    """What is wrong with one line of ``samples.jsonl`` as `_sample_task` writes it, or None."""
+    """What is wrong with one line of ``samples.jsonl`` as `_scored_task` writes it, or None."""
     if not isinstance(record, dict):
         return "is not a JSON object"
     if not isinstance(record.get("task_id"), str):
@@ -189,7 +192,7 @@ def _read_done(path: Path, per_task: int, task_ids: set[str]) -> dict[str, list[
     """Completed tasks of an earlier run (task id -> its records in sample order); a task cut short is sampled again.
 
     Only the last line may be cut (an interruption while appending; lines are written whole tasks at a
-    time and flushed). Every other line must be a record as `_sample_task` writes it.
+    time and flushed). Every other line must be a record as `_scored_task` writes it.
 
     Raises:
         DataFileError: For a file that cannot be read, a line that is not JSON (but the cut last one),
@@ -253,7 +256,7 @@ def _rescored(
         candidates, rewards, error = _score(env, task, record["completion"], settings["mode"], settings["m"])
         rows = strict_json.to_strict(rewards)
         changed += record.get("rewards") != rows or record.get("candidates") != strict_json.to_strict(candidates)
-        fresh.append(  # the record as `_sample_task` writes it: nothing but the completion text is kept
+        fresh.append(  # the record as `_scored_task` writes it: nothing but the completion text is kept
             {
                 "task_id": task.id,
                 "sample": record["sample"],
@@ -395,23 +398,32 @@ def _write(path: Path, text: str, out: Path) -> None:
         raise DataFileError(f"--out {out}: cannot write {path.name} ({exc}); give a folder you can write to.") from None
 
 
-def _sample_task(
-    sampler: Any, env: Any, tasks: Sequence[Any], i: int, messages: Any, settings: dict[str, Any]
-) -> list[dict[str, Any]]:
-    """Sample and score task `i` (one request, seeded by its position: resumes sample the same).
+def _requested(sampler: Any, env: Any, tasks: Sequence[Any], i: int, settings: dict[str, Any]) -> tuple[Any, list[str]]:
+    """Task `i`'s prompt messages and its completions (one request, seeded by its position: resumes sample the same).
 
-    Returns:
-        One record per completion (``samples.jsonl``'s lines): rewards of shape (m, d) each.
+    Runs on a worker thread (``--concurrency`` of them are in flight); it only talks to the server.
     """
-    mode, m, per_task = settings["mode"], settings["m"], settings["completions_per_task"]
+    messages = env.render_prompt(tasks[i], mode=settings["mode"], m=settings["m"])
     texts = sampler.sample(
         [sampler.prompt_text(messages)],
-        num_samples=per_task,
+        num_samples=settings["completions_per_task"],
         max_new_tokens=settings["max_tokens"],
         temperature=settings["temperature"],
         top_p=settings["top_p"],
         seed=settings["seed"] + i,
     )
+    return messages, list(texts)
+
+
+def _scored_task(
+    env: Any, tasks: Sequence[Any], i: int, messages: Any, texts: Sequence[str], settings: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """Score task `i`'s completions (on the calling thread, in task order).
+
+    Returns:
+        One record per completion (``samples.jsonl``'s lines): rewards of shape (m, d) each.
+    """
+    mode, m = settings["mode"], settings["m"]
     task = tasks[i]
     names = list(env.reward_spec.names)
     own = list(env.spec_for(task).names)
@@ -485,12 +497,22 @@ def _sample_all(
         raise DataFileError(
             f"--out {out}: cannot write {samples_file.name} ({exc}); give a folder you can write to."
         ) from None
-    with sink:
-        for start in range(0, len(todo), batch):
-            chunk = todo[start : start + batch]
-            for i in chunk:
-                messages = env.render_prompt(tasks[i], mode=settings["mode"], m=settings["m"])
-                records = _sample_task(sampler, env, tasks, i, messages, settings)
+    # A sliding window of `batch` requests in flight (threads only wait on the server); the answers are taken
+    # in task order, scored and appended here, so the file is always a prefix of the task order and an error
+    # stops at its task (the ones before it are written: --resume continues from there).
+    in_flight: collections.deque[tuple[int, Future[tuple[Any, list[str]]]]] = collections.deque()
+    upcoming = iter(todo)
+    with sink, ThreadPoolExecutor(max_workers=batch) as pool:
+        try:
+            for i in itertools.islice(upcoming, batch):
+                in_flight.append((i, pool.submit(_requested, sampler, env, tasks, i, settings)))
+            while in_flight:
+                i, answer = in_flight.popleft()
+                messages, texts = answer.result()
+                following = next(upcoming, None)
+                if following is not None:
+                    in_flight.append((following, pool.submit(_requested, sampler, env, tasks, following, settings)))
+                records = _scored_task(env, tasks, i, messages, texts, settings)
                 done[tasks[i].id] = [strict_json.to_strict(r) for r in records]
                 try:
                     sink.write("".join(strict_json.dumps(r) + "\n" for r in records))
@@ -500,8 +522,12 @@ def _sample_all(
                         f"--out {out}: cannot write {samples_file.name} ({exc}); free space or give another folder, "
                         "then --resume."
                     ) from None
-            finished += len(chunk)
-            _log(f"[{finished}/{len(tasks)} tasks] {finished * per_task} completions sampled and scored")
+                finished += 1
+                if finished % batch == 0 or not in_flight:
+                    _log(f"[{finished}/{len(tasks)} tasks] {finished * per_task} completions sampled and scored")
+        finally:
+            for _, pending in in_flight:
+                pending.cancel()
     return done
 
 
