@@ -168,7 +168,9 @@ def test_a_damaged_warm_up_save_names_the_folder_to_delete(tmp_path):
     (out / "warmup").mkdir(parents=True)
     (out / "warmup" / "manifest.json").write_text('{"step": 2}')
     (out / "warmup" / "state.pt").write_bytes(b"not a torch file")
-    with pytest.raises(RunDirError, match=r"warmup is corrupt or unreadable.*delete .*warmup to restart the warm-up"):
+    with pytest.raises(
+        RunDirError, match=r"warmup/state\.pt is corrupt or unreadable.*delete .*warmup to restart the warm-up"
+    ):
         run(parse_overrides([*TINY, "warmup_steps=5", "steps=0", f"out={out}"]))
 
 

@@ -11,7 +11,8 @@ from typing import Any
 
 from vpo_core.cli_config import option, parse_config
 from vpo_core.methods import METHODS, get_method
-from vpo_core.qmc import check_weight_sampler
+from vpo_core.objectives import GROUPS_PER_BLOCK
+from vpo_core.qmc import check_weight_options
 from vpo_core.registry import DEFAULT_ENV
 from vpo_core.types import Mode
 
@@ -171,7 +172,13 @@ class TrainConfig:
             raise ValueError(f"device must be cpu or cuda[:i], got {self.device!r}.")
         if self.std not in ("population", "unbiased"):
             raise ValueError(f"std must be population or unbiased, got {self.std!r}.")
-        check_weight_sampler(self.weight_sampler)
+        check_weight_options(
+            self.alpha,
+            self.num_weights,
+            self.weight_sampler,
+            groups=min(self.prompts_per_step, GROUPS_PER_BLOCK),
+            rollouts=self.group_size * self.m,
+        )
         unknown = [name for name in self.loggers if name not in LOGGERS]
         if unknown or not self.loggers:
             raise ValueError(f"logger must be a comma-separated list of {', '.join(LOGGERS)}, got {self.logger!r}.")
@@ -214,24 +221,48 @@ class TrainConfig:
     def identity(self) -> dict[str, Any]:
         """The fields that must match for a run directory to be resumed."""
         data = self.to_json()
-        for key in (
-            "out",
-            "device",
-            "threads",
-            "sample_threads",
-            "logger",
-            "steps",
-            "save_every",
-            "warmup_save_every",
-            "keep_steps",
-            "eval_tasks",
-            "eval_samples",
-            "eval_seeds",
-        ):
+        for key in _NOT_IDENTITY:
             data.pop(key)
-        if data["weight_sampler"] == "dirichlet":  # runs saved before the option existed drew Dirichlet weights
-            data.pop("weight_sampler")
         return data
+
+    def conflicts(self, saved: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
+        """The identity fields on which a run directory's saved config and this config differ.
+
+        A field the saved config lacks (it was written before the option existed) counts as the value
+        those runs used (`_IDENTITY_DEFAULTS`, e.g. ``weight_sampler=dirichlet``), else as missing; a
+        run started with a non-default value is never resumed under the default.
+
+        Args:
+            saved: The run directory's ``config.json``.
+
+        Returns:
+            ``{field: (saved value, this config's value)}`` for each field that differs; empty to resume.
+        """
+        return {
+            key: (saved.get(key, _IDENTITY_DEFAULTS.get(key)), value)
+            for key, value in self.identity().items()
+            if saved.get(key, _IDENTITY_DEFAULTS.get(key)) != value
+        }
+
+
+_NOT_IDENTITY = (
+    "out",
+    "device",
+    "threads",
+    "sample_threads",
+    "logger",
+    "steps",
+    "save_every",
+    "warmup_save_every",
+    "keep_steps",
+    "eval_tasks",
+    "eval_samples",
+    "eval_seeds",
+)
+"""Options a run may change when it is resumed (evaluations are keyed by their own settings)."""
+
+_IDENTITY_DEFAULTS: dict[str, Any] = {"weight_sampler": "dirichlet"}
+"""What a run saved before an identity option existed used (its config.json lacks the key)."""
 
 
 def parse_overrides(argv: list[str]) -> TrainConfig:

@@ -262,8 +262,10 @@ def _sampler(target: Target, config: EvalConfig, env: Any, backend: str) -> Any:
             gpu_memory_utilization=config.gpu_memory_utilization,
         )
     from vpo_core.adapters.local.policy import answer_stops, load_policy
+    from vpo_core.adapters.local.rundir import check_weights
     from vpo_core.adapters.local.samplers import TransformersSampler
 
+    check_weights(target.model_dir, "Save the model again or evaluate another checkpoint.")
     try:
         policy = load_policy(target.model_dir, config.device)
     except FileNotFoundError as exc:
@@ -439,7 +441,13 @@ def _write(results: list[Any], env: Any, tasks: list[Any], config: EvalConfig, o
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of ``apps/evaluate.py``: 0 on success (errors exit with a message)."""
+    """Entry point of ``apps/evaluate.py``: 0 on success (errors exit with a message).
+
+    A user error (`vpo_core.errors.UserError`: a bad option, an unusable run directory or model,
+    missing data) exits with one line; any other exception keeps its traceback.
+    """
+    from vpo_core.errors import UserError
+
     args = sys.argv[1:] if argv is None else argv
     try:
         config = parse_config(
@@ -450,7 +458,16 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except ConfigError as exc:
         raise SystemExit(f"error: {exc}") from None
+    try:
+        return _evaluate(config)
+    except UserError as exc:
+        raise SystemExit(f"error: {exc}") from None
+
+
+def _evaluate(config: EvalConfig) -> int:
+    """Evaluate every target of `config` and write the outputs (`main` after parsing)."""
     import vpo_core
+    from vpo_core.adapters.local.train import env_tasks
     from vpo_core.evaluation import KS
 
     backend = _backend(config)
@@ -460,7 +477,7 @@ def main(argv: list[str] | None = None) -> int:
     except (KeyError, ValueError, TypeError) as exc:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         raise SystemExit(f"error: env {config.env!r}: {message}") from None
-    tasks = list(env.tasks("test"))
+    tasks = env_tasks(env, "test")  # missing data: a MissingDataError saying how to get it
     if config.tasks is not None:
         tasks = tasks[: config.tasks]
     out = _out_dir(config)

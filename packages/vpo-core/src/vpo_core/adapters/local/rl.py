@@ -3,6 +3,11 @@
 `rl_step` runs the phases in order, each its own function: `sample_rollouts` (draw the tasks, sample
 the groups into a `Rollouts`), `score_rollouts` (the env's rewards), `rollout_advantages` (the method's
 scalars, normalised), `update_policy` (PPO mini-batches) and `step_metrics` (the logged record).
+
+Each task keeps its own reward spec (`TextEnv.spec_for`): where a step's tasks share one spec the
+rewards are one array (P, G, m, D); where they differ (env-lcb: one dimension per test, so d varies
+per task) they are a list of P arrays (G, m, d_b), the ragged layout `rollout_scalars` accepts. The
+advantage is computed per group, so groups of different d train side by side.
 """
 
 from __future__ import annotations
@@ -29,6 +34,9 @@ from vpo_core.weights import stable_seed
 
 __all__ = ["NonFiniteLossError", "Rollouts", "rl_step"]
 
+Rewards = np.ndarray | list[np.ndarray]
+"""A step's rewards: shape (P, G, m, D) when every task has the same spec, else P arrays (G, m, d_b)."""
+
 _ACTOR_STATS = ("actor/pg_loss", "actor/kl_loss", "actor/entropy", "actor/pg_clipfrac", "actor/grad_norm")
 
 
@@ -38,8 +46,9 @@ class Rollouts:
 
     Attributes:
         tasks: The P training tasks drawn.
-        spec: The reward spec of the step (of its first task).
-        goal: The goal-conditioned baseline's weights of each prompt, shape (P, D); None for other methods.
+        specs: The reward spec of each task (`TextEnv.spec_for`), P specs; their d may differ.
+        goal: The goal-conditioned baseline's weights of each prompt, shape (P, D) (a list of P (d_b,)
+            arrays where the tasks' d differ); None for other methods.
         texts: The P·G whole assistant turns.
         prompt_ids: Prompt token ids, shape (P·G, L_prompt), left-padded.
         response: Response token ids, shape (P·G, L_response), right-padded.
@@ -47,12 +56,17 @@ class Rollouts:
     """
 
     tasks: list[Any]
-    spec: RewardSpec
-    goal: np.ndarray | None
+    specs: list[RewardSpec]
+    goal: np.ndarray | list[np.ndarray] | None
     texts: list[str]
     prompt_ids: torch.Tensor
     response: torch.Tensor
     mask: torch.Tensor
+
+    @property
+    def shared_spec(self) -> RewardSpec | None:
+        """The spec every task shares, or None where the tasks' specs differ (ragged rewards)."""
+        return self.specs[0] if len(set(self.specs)) == 1 else None
 
     @property
     def group(self) -> int:
@@ -78,7 +92,14 @@ def sample_rollouts(
     """Draw ``config.prompts_per_step`` tasks with `rng` and sample ``config.group_size`` completions of each."""
     m = int(config.m or 1)
     tasks = [train_tasks[int(i)] for i in rng.choice(len(train_tasks), size=config.prompts_per_step, replace=False)]
-    goal = method.task_goal_weights([env.spec_for(t).dim for t in tasks], [t.id for t in tasks], seed=config.seed)
+    specs = [env.spec_for(t) for t in tasks]
+    dims = [spec.dim for spec in specs]
+    goal: np.ndarray | list[np.ndarray] | None
+    if len(set(dims)) == 1:
+        goal = method.task_goal_weights(dims, [t.id for t in tasks], seed=config.seed)
+    else:  # one (d_b,) row per task: rows of different d cannot be stacked
+        rows = [method.task_goal_weights([d], [t.id], seed=config.seed) for d, t in zip(dims, tasks, strict=True)]
+        goal = None if rows[0] is None else [row[0] for row in rows if row is not None]
     prompts = [
         policy.prompt_text(env.render_prompt(t, mode=method.mode, m=m, goal_weights=None if goal is None else goal[i]))
         for i, t in enumerate(tasks)
@@ -89,24 +110,36 @@ def sample_rollouts(
         seed=stable_seed(config.seed, ("rollout", step)) % (2**63),
         **sampling.as_kwargs(),
     )
-    spec = env.spec_for(tasks[0])
-    return Rollouts(tasks, spec, goal, texts, prompt_ids, response, policy.response_mask(response))
+    return Rollouts(tasks, specs, goal, texts, prompt_ids, response, policy.response_mask(response))
 
 
-def score_rollouts(env: TextEnv[Any, Any], rollouts: Rollouts, *, mode: Mode, m: int) -> tuple[np.ndarray, np.ndarray]:
-    """The env's rewards and training rewards (duplicates zeroed in multi mode), each shape (P, G, m, D)."""
-    raw = np.zeros((len(rollouts.tasks), rollouts.group, m, rollouts.spec.dim))
-    train = np.zeros_like(raw)
+def score_rollouts(env: TextEnv[Any, Any], rollouts: Rollouts, *, mode: Mode, m: int) -> tuple[Rewards, Rewards]:
+    """The env's rewards and training rewards (duplicates zeroed in multi mode).
+
+    Returns:
+        (raw, train): each shape (P, G, m, D) when the tasks share one spec, else a list of P arrays
+        of shape (G, m, d_b), d_b the dimension of task b's spec.
+    """
+    raw = [np.zeros((rollouts.group, m, spec.dim)) for spec in rollouts.specs]
+    train = [np.zeros_like(r) for r in raw]
     for i, text in enumerate(rollouts.texts):
         b, g = divmod(i, rollouts.group)
         scored = env.score_completion(rollouts.tasks[b], text, mode=mode, m=m)  # one parse, one `rewards` call
-        raw[b, g] = scored.rewards
-        train[b, g] = scored.training_rewards
-    return raw, train
+        if scored.rewards.shape != raw[b][g].shape:
+            raise ValueError(
+                f"{type(env).__name__}.score_completion returned rewards of shape {scored.rewards.shape} for task "
+                f"{rollouts.tasks[b].id!r}, whose spec (spec_for) has d={rollouts.specs[b].dim} (m={m}): the env's "
+                "rewards and its spec_for disagree."
+            )
+        raw[b][g] = scored.rewards
+        train[b][g] = scored.training_rewards
+    if rollouts.shared_spec is None:
+        return raw, train
+    return np.stack(raw), np.stack(train)
 
 
 def rollout_advantages(
-    config: TrainConfig, method: Method, rollouts: Rollouts, train: np.ndarray, *, step: int
+    config: TrainConfig, method: Method, rollouts: Rollouts, train: Rewards, *, step: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """The method's rollout scalars and their normalised advantages.
 
@@ -116,16 +149,17 @@ def rollout_advantages(
         config: The run's config.
         method: Its method.
         rollouts: The step's groups.
-        train: Training rewards, shape (P, G, m, D).
+        train: Training rewards, shape (P, G, m, D), or P arrays (G, m, d_b) (`score_rollouts`).
         step: The RL step (keys the groups' weight draws).
 
     Returns:
         Scalars, shape (P, G) (gdpo: (P, G, D)), and advantages, shape (P, G).
     """
+    shared = rollouts.shared_spec
     scalars = rollout_scalars(
         method,
         train,
-        w_star=rollouts.spec.w_star,
+        w_star=shared.w_star if shared is not None else [spec.w_star for spec in rollouts.specs],
         seed=config.seed,
         group_keys=[f"{step}:{t.id}" for t in rollouts.tasks],
         num_weights=config.num_weights,
@@ -283,7 +317,7 @@ def _log_probs_by_length(
 
 def step_metrics(
     rollouts: Rollouts,
-    raw: np.ndarray,
+    raw: Rewards,
     scalars: np.ndarray,
     advantages: np.ndarray,
     stats: dict[str, list[float]],
@@ -295,18 +329,28 @@ def step_metrics(
 
     Args:
         rollouts: The step's groups.
-        raw: The env's rewards, shape (P, G, m, D).
+        raw: The env's rewards, shape (P, G, m, D), or P arrays (G, m, d_b) (`score_rollouts`); a
+            ``reward/<name>`` is the mean over the groups whose spec has that dimension.
         scalars: The method's rollout scalars, shape (P, G) (gdpo: (P, G, D)).
         advantages: Shape (P, G).
         stats: The actor statistics of `update_policy`.
         sampling: The rollouts' sampling settings (the token budget for the clip ratio).
         step: The RL step.
     """
-    spec, lengths = rollouts.spec, rollouts.lengths()
-    w_scores = spec.scalarize(raw)  # (P, G, m)
-    diversity = [reward_diversity(raw[b].reshape(-1, spec.dim)) for b in range(len(rollouts.tasks))]
+    lengths = rollouts.lengths()
     record: dict[str, Any] = {"step": step}
-    record.update({f"reward/{name}": float(raw[..., i].mean()) for i, name in enumerate(spec.names)})
+    shared = rollouts.shared_spec
+    if shared is not None and isinstance(raw, np.ndarray):
+        w_scores = shared.scalarize(raw)  # (P, G, m)
+        record.update({f"reward/{name}": float(raw[..., i].mean()) for i, name in enumerate(shared.names)})
+    else:
+        w_scores = np.stack([spec.scalarize(r) for spec, r in zip(rollouts.specs, raw, strict=True)])
+        by_name: dict[str, list[np.ndarray]] = {}
+        for spec, r in zip(rollouts.specs, raw, strict=True):
+            for i, name in enumerate(spec.names):
+                by_name.setdefault(name, []).append(r[..., i].reshape(-1))
+        record.update({f"reward/{name}": float(np.concatenate(parts).mean()) for name, parts in by_name.items()})
+    diversity = [reward_diversity(raw[b].reshape(-1, spec.dim)) for b, spec in enumerate(rollouts.specs)]
     record["mean_w_star"] = float(w_scores.mean())
     record["set_reward"] = float(np.mean(scalars))
     record["best_of_m"] = float(w_scores.max(axis=-1).mean())

@@ -12,6 +12,7 @@ Layout::
     checkpoint/        model/ (save_pretrained), state.pt (optimizer, step), manifest.json (step, run id)
     token_budget.json  the token budget per completion of RL and evaluation (apps/evaluate.py reuses it)
     eval_<name>.json   evaluation metrics of one model (``init``, ``final``), tagged with that model's digest
+                       and the settings it was evaluated with
     report.md, report.json, training.png, best_at_k.png
 
 Guarantees: the checkpoint (and the warm-up's, ``warmup/``) is replaced by a rename swap (``checkpoint.tmp``
@@ -19,8 +20,15 @@ written and fsynced, ``checkpoint`` -> ``checkpoint.old``, ``checkpoint.tmp`` ->
 any point leaves a complete copy that `recover` restores; ``init_model`` is written the same way; every
 artefact records the run id (the digest of ``init_model``'s weights), so artefacts of another model
 are never reused (a stale ``eval_init.json`` is recomputed, a checkpoint of another init is refused);
+an evaluation made with other settings (tasks, samples, seeds, sampling) is recomputed;
 a truncated last line of ``metrics.jsonl`` (a kill mid-write) is dropped with a message; a corrupt
-``state.pt`` is named with what to do.
+``state.pt``, a damaged evaluation file, truncated weights or a file where a folder belongs is
+named with what to do (`RunDirError`).
+
+A run directory never runs code: ``state.pt`` holds tensors and plain data only (dicts, lists,
+tuples, strings, numbers; `save_checkpoint` and `save_warmup` refuse anything else) and is read with
+``torch.load(weights_only=True)``, so a pickle of any other object, a tampered file or one written
+by an older version that pickled such objects, is refused without being run.
 """
 
 from __future__ import annotations
@@ -28,25 +36,31 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import pickle
 import re
 import shutil
+import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from vpo_core.errors import RunDirError
 
-__all__ = ["RunDir", "RunDirError", "model_digest"]
+__all__ = ["RunDir", "RunDirError", "check_weights", "model_digest"]
 
 Log = Callable[[str], None]
 
 
 def model_digest(model_dir: Path) -> str:
-    """SHA-256 (first 16 hex digits) of a model directory's weight files: the model's identity."""
-    files = sorted(p for p in Path(model_dir).iterdir() if p.suffix in (".safetensors", ".bin"))
-    if not files:
-        raise RunDirError(f"{model_dir} has no weight files (*.safetensors): it is not a saved model.")
+    """SHA-256 (first 16 hex digits) of a model directory's weight files: the model's identity.
+
+    Raises:
+        RunDirError: If the directory has no weight files or a ``*.safetensors`` file is truncated or damaged.
+    """
+    files = check_weights(model_dir)
     digest = hashlib.sha256()
     for path in files:
         digest.update(path.name.encode())
@@ -54,6 +68,120 @@ def model_digest(model_dir: Path) -> str:
             for block in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(block)
     return digest.hexdigest()[:16]
+
+
+def check_weights(model_dir: Path, fix: str = "") -> list[Path]:
+    """A model directory's weight files, each ``*.safetensors`` checked complete (header and data size).
+
+    A safetensors file is an 8-byte little-endian header length N, N bytes of JSON naming each
+    tensor's byte range, then the data: the file must end exactly where the last range does. Only
+    the header is read, so the check costs no more than a stat.
+
+    Args:
+        model_dir: The model directory.
+        fix: What to do, appended to the message.
+
+    Returns:
+        The weight files (``*.safetensors``, ``*.bin``), sorted.
+
+    Raises:
+        RunDirError: If there is none, or one is truncated or damaged (naming the file).
+    """
+    model_dir = Path(model_dir)
+    if not model_dir.is_dir():
+        raise RunDirError(f"{model_dir} is not a directory, so it holds no saved model. {fix}".strip())
+    files = sorted(p for p in model_dir.iterdir() if p.suffix in (".safetensors", ".bin"))
+    if not files:
+        raise RunDirError(f"{model_dir} has no weight files (*.safetensors): it is not a saved model. {fix}".strip())
+    for path in files:
+        if path.suffix == ".safetensors":
+            problem = _safetensors_problem(path)
+            if problem is not None:
+                raise RunDirError(f"{path} is truncated or damaged ({problem}). {fix}".strip())
+    return files
+
+
+def _safetensors_problem(path: Path) -> str | None:
+    """Why `path` is not a complete safetensors file, or None if it is."""
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as handle:
+            head = handle.read(8)
+            if len(head) < 8:
+                return f"{size} bytes, shorter than the 8-byte header length"
+            (length,) = struct.unpack("<Q", head)
+            if length > size - 8 or length > 100 << 20:
+                return f"its header claims {length} bytes but the file has {size}"
+            header = json.loads(handle.read(length))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return f"unreadable header: {type(exc).__name__}"
+    if not isinstance(header, dict):
+        return "its header is not a JSON object"
+    end = 0
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        offsets = entry.get("data_offsets") if isinstance(entry, dict) else None
+        if (
+            not isinstance(offsets, list)
+            or len(offsets) != 2
+            or not all(isinstance(o, int) and not isinstance(o, bool) and o >= 0 for o in offsets)
+        ):
+            return f"tensor {name[:80]!r} has no valid data_offsets"
+        end = max(end, offsets[1])
+    if size != 8 + length + end:
+        return f"{size} bytes where its header describes {8 + length + end}"
+    return None
+
+
+_PLAIN = (str, int, float, bool, type(None))
+
+
+def _check_plain(value: Any, where: str = "state") -> None:
+    """Refuse state that ``torch.load(weights_only=True)`` would not read back (anything but tensors and plain data).
+
+    Raises:
+        TypeError: Naming the first value of another type (a programming error: convert it first).
+    """
+    import torch
+
+    if isinstance(value, (*_PLAIN, torch.Tensor)):
+        return
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, _PLAIN):
+                raise TypeError(f"{where} has a key of type {type(key).__name__}; save plain keys only.")
+            _check_plain(item, f"{where}[{key!r}]")
+        return
+    if isinstance(value, list | tuple) and type(value) in (list, tuple):
+        for index, item in enumerate(value):
+            _check_plain(item, f"{where}[{index}]")
+        return
+    raise TypeError(
+        f"{where} is a {type(value).__name__}: a run directory saves tensors and plain data only (loaded with "
+        "weights_only=True); convert it to a tensor, list or number first."
+    )
+
+
+def _load_state(path: Path, device: str, fix: str) -> Any:
+    """``torch.load(path, weights_only=True)``: tensors and plain data; nothing in the file is run.
+
+    Raises:
+        RunDirError: If the file is missing, corrupt, or holds other objects (naming it and `fix`).
+    """
+    import torch
+
+    try:
+        return torch.load(path, map_location=device, weights_only=True)
+    except pickle.UnpicklingError as exc:
+        if "unsupported global" in str(exc).lower():  # torch refused a global: the file pickles objects
+            raise RunDirError(
+                f"{path} holds objects other than tensors and plain data, so it was not loaded (loading it could "
+                f"run code): it is tampered with or was written by an older version. {fix}"
+            ) from None
+        raise RunDirError(f"{path} is corrupt or unreadable (UnpicklingError; nothing in it was run); {fix}") from None
+    except Exception as exc:  # torch raises many types for a bad file (RuntimeError, EOFError, OSError)
+        raise RunDirError(f"{path} is corrupt or unreadable ({type(exc).__name__}); {fix}") from None
 
 
 def _fsync_tree(root: Path) -> None:
@@ -234,9 +362,34 @@ class RunDir:
             target = self.snapshot_model(int(which.removeprefix("step")))
         else:
             raise RunDirError(f"unknown model {which!r} of {self.path}: use init, final or step<N> (keep_steps=).")
+        self.check_folders()
         if not (target / "config.json").exists():
             raise RunDirError(f"{target} does not exist: has the run at {self.path} saved a checkpoint yet?")
+        check_weights(target, f"Evaluate another model of {self.path} or train it again.")
         return target
+
+    def check_folders(self) -> None:
+        """Refuse a run directory where a file stands in place of one of its folders.
+
+        Raises:
+            RunDirError: Naming the file and what to do.
+        """
+        if self.path.exists() and not self.path.is_dir():
+            raise RunDirError(f"{self.path} is a file, not a run directory; pass out=<new dir> for a new run.")
+        folders = {
+            self.checkpoint: "checkpoint",
+            self.checkpoint_model: "checkpoint's model",
+            self.warmup_checkpoint: "warm-up checkpoint",
+            self.warmup_checkpoint / "model": "warm-up checkpoint's model",
+            self.init_model: "warm-started model",
+            self.path / "snapshots": "snapshots",
+        }
+        for folder, what in folders.items():
+            if folder.exists() and not folder.is_dir():
+                raise RunDirError(
+                    f"{folder} is a file where the run's {what} folder belongs; move it away (or delete it) and "
+                    f"run again, or pass out=<new dir> for a new run."
+                )
 
     # ----------------------------------------------------------------------------- config
     def exists(self) -> bool:
@@ -271,9 +424,18 @@ class RunDir:
 
     # ------------------------------------------------------------------------------ run id
     def run_id(self) -> str | None:
-        """The digest of ``init_model``'s weights, or None before it is saved."""
+        """The digest of ``init_model``'s weights, or None before it is saved.
+
+        Raises:
+            RunDirError: If its weights are truncated or damaged.
+        """
         if not (self.init_model / "config.json").exists():
             return None
+        check_weights(
+            self.init_model,
+            "The warm-started model is the run's RL reference and identity: restore it, or pass out=<new dir> "
+            "for a new run.",
+        )
         return model_digest(self.init_model)
 
     def save_init_model(self, save: Callable[[Path], None]) -> str:
@@ -345,32 +507,72 @@ class RunDir:
             handle.flush()
 
     # -------------------------------------------------------------------------- evaluations
-    def write_eval(self, name: str, payload: dict[str, Any], *, model: str) -> None:
-        """Write ``eval_<name>.json`` tagged with the evaluated model's digest `model`."""
-        _write_atomic(self.eval_file(name), json.dumps({**payload, "model": model}, indent=2))
+    def write_eval(self, name: str, payload: dict[str, Any], *, model: str, settings: dict[str, Any]) -> None:
+        """Write ``eval_<name>.json`` tagged with the evaluated model's digest and the evaluation's settings.
 
-    def read_eval(self, name: str, *, model: str, log: Log | None = None) -> dict[str, Any] | None:
-        """``eval_<name>.json`` if it was computed for the model with digest `model`, else None.
+        Args:
+            name: ``init`` or ``final``.
+            payload: ``metrics`` (name -> number) and ``curve`` (numbers).
+            model: Digest of the evaluated model's weights.
+            settings: What the evaluation depends on besides the model (tasks, samples, seeds, sampling):
+                a JSON-ready dict, compared as written.
+        """
+        record = {**payload, "model": model, "settings": settings}
+        _write_atomic(self.eval_file(name), json.dumps(record, indent=2))
 
-        A file of another model (a stale evaluation) is removed, with a message to `log`.
+    def read_eval(
+        self, name: str, *, model: str, settings: dict[str, Any], log: Log | None = None
+    ) -> dict[str, Any] | None:
+        """``eval_<name>.json`` if it was made for the model with digest `model` under `settings`, else None.
+
+        A file of another model or other settings (a stale evaluation, or one written before the
+        settings were recorded) is removed, with a message to `log`: the caller evaluates again.
+
+        Raises:
+            RunDirError: If the file is damaged (not JSON, or not the record `write_eval` writes).
         """
         path = self.eval_file(name)
         if not path.exists():
             return None
+        fix = f"delete {path} and run again to evaluate that model anew."
         try:
             data = json.loads(path.read_text())
-        except json.JSONDecodeError:
-            data = {}
-        if data.get("model") != model:
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise RunDirError(f"{path} is not readable JSON ({type(exc).__name__}); {fix}") from None
+        if not isinstance(data, dict) or not isinstance(data.get("model"), str):
+            raise RunDirError(f"{path} is damaged (not an evaluation record with a 'model' digest); {fix}")
+        if data["model"] != model:
             if log is not None:
                 log(f"{path} belongs to another model; it will be recomputed")
             path.unlink()
             return None
+        if data.get("settings") != settings:
+            if log is not None:
+                log(f"{path} was made with other settings ({data.get('settings')}); re-evaluating with {settings}")
+            path.unlink()
+            return None
+        metrics, curve = data.get("metrics"), data.get("curve")
+        if (
+            not isinstance(metrics, dict)
+            or not all(_is_number(v) for v in metrics.values())
+            or not _is_number(metrics.get("mean_w_star"))
+            or not isinstance(curve, list)
+            or not all(_is_number(v) for v in curve)
+        ):
+            raise RunDirError(
+                f"{path} is damaged ('metrics' must map names to numbers, 'mean_w_star' among them, and 'curve' "
+                f"must be a list of numbers); {fix}"
+            )
         return dict(data)
 
     # --------------------------------------------------------------------------- checkpoints
     def recover(self, log: Log | None = None) -> None:
-        """Finish or undo a checkpoint swap that a kill interrupted (run before reading a checkpoint)."""
+        """Finish or undo a checkpoint swap that a kill interrupted (run before reading a checkpoint).
+
+        Raises:
+            RunDirError: If a file stands where one of the run's folders belongs (`check_folders`).
+        """
+        self.check_folders()
         for target in (self.checkpoint, self.warmup_checkpoint):
             tmp, old = target.with_name(target.name + ".tmp"), target.with_name(target.name + ".old")
             complete_tmp = (tmp / "manifest.json").exists()
@@ -398,7 +600,7 @@ class RunDir:
 
         Args:
             save_model: Writes the model into the directory it is given.
-            state: Saved with ``torch.save`` as ``state.pt``.
+            state: Saved with ``torch.save`` as ``state.pt``: tensors and plain data only.
             step: Steps done.
             run_id: The run id (digest of ``init_model``).
         """
@@ -410,6 +612,7 @@ class RunDir:
         """Write model/, state.pt and manifest.json (last) beside `target`, fsync, then rename-swap it in."""
         import torch
 
+        _check_plain(state)
         tmp, old = target.with_name(target.name + ".tmp"), target.with_name(target.name + ".old")
         shutil.rmtree(tmp, ignore_errors=True)
         save_model(tmp / "model")
@@ -432,7 +635,8 @@ class RunDir:
         """The saved warm-up state (optimizer, schedule, random states, losses, step), or None if there is none.
 
         Raises:
-            RunDirError: If ``warmup/`` is damaged (naming it and what to do).
+            RunDirError: If ``warmup/`` is damaged (naming it and what to do), its ``state.pt`` holds
+                anything but tensors and plain data, or its model's weights are truncated.
         """
         import torch
 
@@ -442,13 +646,34 @@ class RunDir:
         fix = f"delete {self.warmup_checkpoint} to restart the warm-up from its first step."
         try:
             step = json.loads(manifest.read_text()).get("step")
-            state = torch.load(self.warmup_checkpoint / "state.pt", map_location=device, weights_only=False)
-        except Exception as exc:  # a bad JSON or torch file raises many types
-            raise RunDirError(
-                f"{self.warmup_checkpoint} is corrupt or unreadable ({type(exc).__name__}); {fix}"
-            ) from None
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError) as exc:
+            raise RunDirError(f"{manifest} is corrupt or unreadable ({type(exc).__name__}); {fix}") from None
+        state = _load_state(self.warmup_checkpoint / "state.pt", device, fix)
         if not isinstance(state, dict) or state.get("step") != step or not isinstance(step, int):
             raise RunDirError(f"{self.warmup_checkpoint}: its manifest and state.pt disagree on the step; {fix}")
+        rng = state.get("rng")
+        losses = state.get("losses")
+        torch_rng = state.get("torch_rng")
+        if (
+            not isinstance(state.get("optimizer"), dict)
+            or not isinstance(state.get("schedule"), dict)
+            or not isinstance(rng, dict)
+            or not isinstance(losses, list)
+            or len(losses) != step
+            or not all(_is_number(v) for v in losses)
+            or not isinstance(torch_rng, torch.Tensor)
+            or torch_rng.dtype != torch.uint8
+            or torch_rng.shape != torch.get_rng_state().shape
+        ):
+            raise RunDirError(
+                f"{self.warmup_checkpoint / 'state.pt'} is damaged (it must hold the warm-up's optimizer, schedule, "
+                f"random states and one loss per step done); {fix}"
+            )
+        try:
+            np.random.default_rng().bit_generator.state = rng  # the sampler's state must be one numpy accepts
+        except (TypeError, ValueError, KeyError):
+            raise RunDirError(f"{self.warmup_checkpoint / 'state.pt'} holds no valid random state; {fix}") from None
+        check_weights(self.warmup_checkpoint / "model", fix)
         return dict(state)
 
     def drop_warmup(self) -> None:
@@ -474,6 +699,23 @@ class RunDir:
             )
         return dict(data)
 
+    @property
+    def checkpoint_fix(self) -> str:
+        """What to do about a damaged checkpoint (the end of its messages)."""
+        return (
+            f"delete {self.checkpoint} to restart RL from the warm-started model ({self.init_model}), or pass "
+            "out=<new dir> for a new run."
+        )
+
+    def check_checkpoint_model(self) -> Path:
+        """``checkpoint/model/``, its weights checked complete (`check_weights`).
+
+        Raises:
+            RunDirError: If they are missing, truncated or damaged.
+        """
+        check_weights(self.checkpoint_model, self.checkpoint_fix)
+        return self.checkpoint_model
+
     def load_state(self, device: str = "cpu", *, step: int | None = None) -> dict[str, Any]:
         """``state.pt`` (optimizer state and step).
 
@@ -485,16 +727,8 @@ class RunDir:
         Raises:
             RunDirError: Naming the file and what to do if it is missing, corrupt or disagrees with the manifest.
         """
-        import torch
-
-        fix = (
-            f"delete {self.checkpoint} to restart RL from the warm-started model ({self.init_model}), or pass "
-            "out=<new dir> for a new run."
-        )
-        try:
-            state = torch.load(self.state_file, map_location=device, weights_only=False)
-        except Exception as exc:  # torch raises many types for a bad file (RuntimeError, EOFError, UnpicklingError)
-            raise RunDirError(f"{self.state_file} is corrupt or unreadable ({type(exc).__name__}); {fix}") from None
+        state = _load_state(self.state_file, device, self.checkpoint_fix)
+        fix = self.checkpoint_fix
         if not isinstance(state, dict) or not isinstance(state.get("optimizer"), dict):
             raise RunDirError(f"{self.state_file} holds no optimizer state; {fix}")
         if step is not None and state.get("step") != step:
@@ -503,3 +737,8 @@ class RunDir:
                 f"{state.get('step')}: the checkpoint is inconsistent; {fix}"
             )
         return dict(state)
+
+
+def _is_number(value: Any) -> bool:
+    """Whether `value` is a JSON number (NaN included: an undefined metric), not a bool."""
+    return isinstance(value, int | float) and not isinstance(value, bool)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 import json
 import math
 import shutil
@@ -257,13 +258,12 @@ def open_run(config: TrainConfig) -> RunState:
             check_model_dir(config.model)  # fail early, with the loader's message, on a bad model directory
     run_dir = RunDir(config.run_dir)
     if run_dir.exists():
-        previous = run_dir.read_config()
-        identity = config.identity()
-        different = {k: (previous.get(k), v) for k, v in identity.items() if previous.get(k) != v}
+        different = config.conflicts(run_dir.read_config())
         if different:
+            shown = "; ".join(f"{k}={old!r} in the run, {k}={new!r} now" for k, (old, new) in different.items())
             raise RunDirError(
-                f"{run_dir.path} holds a run with different settings {different}; pass out=<new dir> for a new run "
-                "or repeat the original arguments to resume it."
+                f"{run_dir.path} holds a run with different settings ({shown}); pass out=<new dir> for a new run "
+                "or repeat the original arguments to resume it (config=<run dir>/config.json replays them)."
             )
         run_dir.recover(_log)
     train_tasks = env_tasks(env, "train")  # a missing dataset stops here, before anything is written
@@ -328,7 +328,7 @@ def build_policy(state: RunState) -> tuple[Any, str, int]:
             )
         _log(f"resuming {run_dir.path} from its checkpoint at step {manifest['step']}")
         with _quiet_hf():
-            policy = load_policy(run_dir.checkpoint_model, config.device)
+            policy = load_policy(run_dir.check_checkpoint_model(), config.device)
         return policy, run_id, int(manifest["step"])
     if run_id is not None:
         _log(f"reusing the warm-started model in {run_dir.init_model} (no checkpoint yet)")
@@ -427,10 +427,28 @@ class _ProgressSampler:
         return list(texts)
 
 
-def evaluate_phase(state: RunState, policy: Any, *, which: str, model: str) -> Any:
-    """Evaluate `policy` on the test tasks, or reuse ``eval_<which>.json`` if it was made for this model.
+def eval_settings(state: RunState) -> dict[str, Any]:
+    """What an evaluation depends on besides the model: the key its ``eval_<which>.json`` is stored under.
 
-    Samples with ``state.evaluation``.
+    A run resumed with other ``eval_tasks``, ``eval_samples``, ``eval_seeds`` or sampling settings
+    evaluates again instead of reporting numbers made under the old ones.
+    """
+    return {
+        "tasks": len(state.test_tasks),
+        "task_digest": hashlib.sha256("\n".join(str(t.id) for t in state.test_tasks).encode()).hexdigest()[:16],
+        "samples": state.config.eval_samples,
+        "seeds": state.config.eval_seeds,
+        "mode": state.mode,
+        "m": state.m,
+        **state.evaluation.as_kwargs(),
+    }
+
+
+def evaluate_phase(state: RunState, policy: Any, *, which: str, model: str) -> Any:
+    """Evaluate `policy` on the test tasks, or reuse ``eval_<which>.json`` made for this model and settings.
+
+    Samples with ``state.evaluation``; a stored evaluation is reused only if it was made for the model
+    with digest `model` under the same `eval_settings`.
 
     Args:
         state: The run.
@@ -444,7 +462,8 @@ def evaluate_phase(state: RunState, policy: Any, *, which: str, model: str) -> A
     from vpo_core.adapters.local.evaluation import EvalResult, evaluate_policy
 
     config, name = state.config, ("warm-started" if which == "init" else "after RL")
-    saved = state.run_dir.read_eval(which, model=model, log=_log)
+    settings = eval_settings(state)
+    saved = state.run_dir.read_eval(which, model=model, settings=settings, log=_log)
     if saved is not None:
         return EvalResult(name, state.mode, state.m, np.zeros((0, 0, state.m, 0)), saved["metrics"], saved["curve"])
     with state.timed(f"eval_{which}"):
@@ -461,7 +480,7 @@ def evaluate_phase(state: RunState, policy: Any, *, which: str, model: str) -> A
             **state.evaluation.as_kwargs(),
         )
         bar.close()
-    state.run_dir.write_eval(which, {"metrics": result.metrics, "curve": result.curve}, model=model)
+    state.run_dir.write_eval(which, {"metrics": result.metrics, "curve": result.curve}, model=model, settings=settings)
     _log(
         f"evaluated the {name} model in {state.timings[f'eval_{which}']:.0f}s: mean w*-reward {result.metrics['mean_w_star']:.3f}"
     )
@@ -487,7 +506,14 @@ def rl_phase(state: RunState, policy: Any, reference: Any, *, run_id: str, first
     config, run_dir = state.config, state.run_dir
     optimizer = torch.optim.AdamW(policy.model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     if first_step:
-        optimizer.load_state_dict(run_dir.load_state(step=first_step)["optimizer"])
+        saved = run_dir.load_state(step=first_step)["optimizer"]
+        try:
+            optimizer.load_state_dict(saved)
+        except (ValueError, KeyError, TypeError, IndexError, RuntimeError) as exc:  # torch's checks of that dict only
+            raise RunDirError(
+                f"{run_dir.state_file} holds an optimizer state that does not fit the model ({type(exc).__name__}: "
+                f"{str(exc)[:200]}); {run_dir.checkpoint_fix}"
+            ) from None
     history = run_dir.keep_metrics_before(first_step, run_id, _log)
     trackers = open_trackers(config.loggers, run_dir.path, config=config.to_json())
     bar = _progress(config.steps, f"RL {config.method}")
@@ -559,8 +585,9 @@ def write_report(
     if init is not None and final is not None:
         summary = (
             f"# {config.env} · {config.method} (local engine)\n\n"
-            f"Evaluation on {len(state.test_tasks)} test tasks, {config.eval_samples} candidates per task, "
-            f"temperature {state.evaluation.temperature}, top-p {state.evaluation.top_p}.\n\n{table}\n\n"
+            f"Evaluation on {len(state.test_tasks)} test tasks, {config.eval_samples} candidates per task and seed, "
+            f"{config.eval_seeds} seed(s), temperature {state.evaluation.temperature}, top-p {state.evaluation.top_p}, "
+            f"{state.evaluation.max_new_tokens} tokens per completion.\n\n{table}\n\n"
             f"Mean w*-reward of the candidates: {init.metrics['mean_w_star']:.3f} (warm-started) → "
             f"{final.metrics['mean_w_star']:.3f} (after {config.steps} RL steps).\n\n"
             f"Time per phase (this invocation): {timing_lines}.\n"

@@ -21,7 +21,7 @@ import torch.nn.functional as F
 
 from vpo_core.adapters.local.policy import Policy, left_padded_positions
 from vpo_core.env import TextEnv
-from vpo_core.errors import ConfigError
+from vpo_core.errors import ConfigError, RunDirError
 from vpo_core.types import Task
 
 __all__ = ["completion_loss", "warm_up"]
@@ -59,11 +59,16 @@ def warm_up(
         resume: A state `save` was given earlier (the policy already holds the weights saved with it):
             the warm-up goes on from its step.
         save: Called with the warm-up state (``step`` done, ``optimizer``, ``schedule``, ``rng``,
-            ``torch_rng``, ``losses``) every `save_every` steps, not after the last one.
+            ``torch_rng``, ``losses``) every `save_every` steps, not after the last one: tensors and plain
+            data only (the numpy sampler's state is a dict of a name and ints), which the run directory
+            reads back with ``torch.load(weights_only=True)``.
         save_every: Steps between saves.
 
     Returns:
         The loss of every step (the resumed ones included).
+
+    Raises:
+        RunDirError: If the `resume` state does not fit the model or the schedule.
     """
     rng = np.random.default_rng([seed, 7])
     tok = policy.tokenizer
@@ -73,10 +78,16 @@ def warm_up(
     losses: list[float] = []
     first = 0
     if resume is not None:
-        optimizer.load_state_dict(resume["optimizer"])
-        schedule.load_state_dict(resume["schedule"])
-        rng.bit_generator.state = resume["rng"]
-        torch.set_rng_state(resume["torch_rng"])
+        try:  # the state comes from a file (`RunDir.read_warmup` checked its shape); torch checks it fits
+            optimizer.load_state_dict(resume["optimizer"])
+            schedule.load_state_dict(resume["schedule"])
+            rng.bit_generator.state = resume["rng"]
+            torch.set_rng_state(resume["torch_rng"])
+        except (ValueError, KeyError, TypeError, IndexError, RuntimeError) as exc:
+            raise RunDirError(
+                f"the saved warm-up state does not fit this model ({type(exc).__name__}: {str(exc)[:200]}); delete "
+                "the run directory's warmup/ folder to restart the warm-up from its first step."
+            ) from None
         losses, first = list(resume["losses"]), int(resume["step"])
     policy.model.train()
     for step in range(first, steps):
