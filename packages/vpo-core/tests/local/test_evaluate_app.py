@@ -97,6 +97,13 @@ def test_transformers_path_writes_two_goal_rows_outside_results(goal_run, tmp_pa
     assert table.splitlines()[0].startswith("| checkpoint | mode, m | best@1 | best@2 | E_w[best@1] | E_w[best@2] |")
     assert set(rows["gc (w=w*)"]["metrics"]) >= {"best@2", "pass@2", "E_w[best@2]"}
     assert (out / "best_at_k.png").read_bytes()[:4] == b"\x89PNG"
+    # issue 40 item 3: a bootstrap standard error beside every metric, and a digest of the settings per row
+    for row in rows.values():
+        assert set(row["standard_errors"]) == set(row["metrics"])
+        metric = row["metrics"]
+        assert all(se >= 0 or (np.isnan(se) and np.isnan(metric[k])) for k, se in row["standard_errors"].items())
+        assert len(row["settings_digest"]) == 64
+    assert rows["gc (w=w*)"]["settings_digest"] != rows["gc (w=~Dir(1))"]["settings_digest"]
 
 
 def _grpo_run(root, model_dir, budget=None):

@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from vpo_core.errors import ConfigError
-from vpo_core.evaluation.metrics import KS, pool_metrics
+from vpo_core.evaluation.metrics import KS, pool_curve, pool_summary, task_pool_metrics
+from vpo_core.evaluation.reporting import standard_errors
 from vpo_core.methods import goal_weights
 from vpo_core.types import Message, Task
 
@@ -79,6 +80,7 @@ class EvalResult:
         curve: best@k for k = 1..n·m, averaged over tasks (w*-scores).
         bad_completions: Completions that could not be scored (or were missing), counted as all-zero rows.
         settings: The sampling settings used (temperature, top_p, max_new_tokens, samples, seeds, conditioning).
+        standard_errors: The bootstrap standard error over tasks of each metric (`reporting.standard_errors`).
     """
 
     name: str
@@ -89,6 +91,7 @@ class EvalResult:
     curve: list[float] = field(default_factory=list)
     bad_completions: int = 0
     settings: dict[str, Any] = field(default_factory=dict)
+    standard_errors: dict[str, float] = field(default_factory=dict)
 
 
 def goal_weights_for_eval(
@@ -214,7 +217,11 @@ def evaluate_policy(
     bad += int(getattr(policy, "bad_completions", 0) or 0) - sampler_bad
     if bad:
         log(f"{name}: {bad} completion(s) were missing or unscorable and count as all-zero reward rows")
-    metrics, curve = pool_metrics(env, tasks, pools, mode=mode, ks=ks)
+    task_pools = list(pools)
+    per_task = [task_pool_metrics(env, t, p, mode=mode, ks=ks) for t, p in zip(tasks, task_pools, strict=True)]
+    metrics = pool_summary(env, tasks, task_pools, per_task, mode=mode, ks=ks)
+    curve = pool_curve(env, tasks, task_pools, mode=mode)
+    errors = standard_errors(env, tasks, task_pools, per_task, metrics)
     settings = {
         "samples": samples,
         "seeds": seeds,
@@ -223,7 +230,15 @@ def evaluate_policy(
         "max_new_tokens": max_new_tokens,
     }
     return EvalResult(
-        name=name, mode=mode, m=m, rewards=pools, metrics=metrics, curve=curve, bad_completions=bad, settings=settings
+        name=name,
+        mode=mode,
+        m=m,
+        rewards=pools,
+        metrics=metrics,
+        curve=curve,
+        bad_completions=bad,
+        settings=settings,
+        standard_errors={str(k): v for k, v in errors.items()},
     )
 
 

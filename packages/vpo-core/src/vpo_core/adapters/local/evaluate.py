@@ -417,20 +417,23 @@ def _write(results: list[Any], env: Any, tasks: list[Any], config: EvalConfig, o
     """Write table.md, results.json, the pools (`save_pool`) and best_at_k.png; returns the table."""
     from vpo_core.evaluation import markdown_table, new_pool, save_pool
     from vpo_core.evaluation.plots import plot_best_at_k
+    from vpo_core.evaluation.reporting import settings_digest
 
     table = markdown_table(results, ks=ks, ew_ks=ks if config.ks else (5,))
     (out / "table.md").write_text(table + "\n")
-    payload = {
-        r.name: {
+    payload = {}
+    for r in results:
+        settings = {**r.settings, "env": config.env, "env_options": config.env_options, "tasks": len(tasks)}
+        payload[r.name] = {
             "mode": r.mode,
             "m": r.m,
             "metrics": r.metrics,
+            "standard_errors": r.standard_errors,  # bootstrap over tasks, `reporting.BOOTSTRAP_RESAMPLES`, seed 0
             "curve": r.curve,
             "bad_completions": r.bad_completions,
-            "settings": {**r.settings, "env": config.env, "env_options": config.env_options, "tasks": len(tasks)},
+            "settings": settings,
+            "settings_digest": settings_digest({**settings, "task_ids": [t.id for t in tasks]}),
         }
-        for r in results
-    }
     (out / "results.json").write_text(json.dumps(payload, indent=2))
     for r in results:
         settings = {**payload[r.name]["settings"], "bad_completions": r.bad_completions}
@@ -502,6 +505,7 @@ def _evaluate(config: EvalConfig) -> int:
     table = _write(results, env, tasks, config, out, ks)
     print(table)
     print(f"wrote {out}/table.md, results.json, pool_*.npy and best_at_k.png", file=sys.stderr)
+    print(f"nothing is uploaded; results stay in {out}", file=sys.stderr)
     return 0
 
 
