@@ -218,10 +218,10 @@ def evaluate_policy(
     if bad:
         log(f"{name}: {bad} completion(s) were missing or unscorable and count as all-zero reward rows")
     task_pools = list(pools)
-    per_task = [task_pool_metrics(env, t, p, mode=mode, ks=ks) for t, p in zip(tasks, task_pools, strict=True)]
-    metrics = pool_summary(env, tasks, task_pools, per_task, mode=mode, ks=ks)
+    task_rows = [task_pool_metrics(env, t, p, mode=mode, ks=ks) for t, p in zip(tasks, task_pools, strict=True)]
+    metrics = pool_summary(env, tasks, task_pools, task_rows, mode=mode, ks=ks)
     curve = pool_curve(env, tasks, task_pools, mode=mode)
-    errors = standard_errors(env, tasks, task_pools, per_task, metrics)
+    errors = standard_errors(env, tasks, task_pools, task_rows, metrics)
     settings = {
         "samples": samples,
         "seeds": seeds,
