@@ -43,9 +43,9 @@ def test_multi_rlvr_gold_gold_plus_trailing_up_diamond_scores_two_routes():
 
 
 def test_routes_that_differ_in_what_is_scored_stay_distinct():
-    detour = "RIGHT LEFT RIGHT RIGHT DOWN DOWN"  # same reward as GOLD, but another walk through the cells
+    detour = "RIGHT LEFT RIGHT RIGHT DOWN DOWN"  # a detour into a free cell and back: a copy (issue 37)
     training = _training(GOLD, detour, DIAMOND)
-    assert np.count_nonzero(training.any(axis=1)) == 3
+    assert np.count_nonzero(training.any(axis=1)) == 2
     short = ENV.task_from_grid("S . G\n. # .\nD . E", 4)
     bumped = ENV.parse(
         short, "<route_1>RIGHT DOWN RIGHT DOWN DOWN</route_1><route_2>" + GOLD + "</route_2>", mode="multi", m=2

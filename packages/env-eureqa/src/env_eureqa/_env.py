@@ -13,6 +13,7 @@ from env_eureqa._profile import PROFILE
 from env_eureqa._prompts import multi_prompt, single_prompt
 from env_eureqa._reward import LETTERS, parse_entities, score_entities
 from vpo_core import Candidate, Message, Mode, RewardSpec, Task, TextEnv
+from vpo_core.env_options import check_fields
 from vpo_core.multi_answer import extract_numbered, render_numbered
 
 __all__ = ["EUREQA_SPEC", "EureqaConfig", "EureqaEnv", "EureqaTask"]
@@ -60,6 +61,7 @@ class EureqaConfig:
     def __post_init__(self) -> None:
         if self.data_dir is not None:
             object.__setattr__(self, "data_dir", str(self.data_dir))
+        check_fields(self, env_id="eureqa-v1")  # seed=True is refused, not read as 1
 
 
 class EureqaEnv(TextEnv[EureqaTask, tuple[str, ...]]):

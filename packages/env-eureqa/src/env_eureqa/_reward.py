@@ -1,8 +1,8 @@
 """The EUREQA reward: one exact-match indicator per masked entity A–E.
 
 The first ``<entity_X>…</entity_X>`` per letter (any case) is compared with the gold entity after
-Wikipedia-style normalisation (``_`` → space, lowercase, articles and punctuation dropped, whitespace
-collapsed); an empty prediction or gold scores 0, and a reply with all five tags empty scores zeros.
+Wikipedia-style normalisation (Unicode NFKC, ``_`` → space, lowercase, articles and punctuation
+dropped, whitespace collapsed); an empty prediction or gold scores 0, and a reply with all five tags empty scores zeros.
 """
 
 from __future__ import annotations

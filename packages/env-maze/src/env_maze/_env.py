@@ -17,9 +17,11 @@ from env_maze._maze import Maze
 from env_maze._parse import extract_answer, parse_moves, split_routes
 from env_maze._profile import PROFILE
 from env_maze._prompts import multi_prompt, single_prompt
-from env_maze._reward import score_routes, scored_walk
+from env_maze._reward import reduced_walk, score_routes
 from env_maze._solver import route_text, solve
 from vpo_core import Candidate, Message, Mode, RewardSpec, Task, TextEnv
+from vpo_core.env_options import check_fields
+from vpo_core.errors import ConfigError
 from vpo_core.multi_answer import render_numbered
 from vpo_core.tabular import OutcomeTable
 
@@ -54,11 +56,12 @@ class MazeConfig:
     demonstrations: str = "random"
 
     def __post_init__(self) -> None:
+        check_fields(self, env_id="maze-v1")  # a boolean is not a size: train_size=True is refused, not 1
         if self.demonstrations not in DEMONSTRATION_STYLES:
-            raise ValueError(f"demonstrations must be one of {DEMONSTRATION_STYLES}, got {self.demonstrations!r}.")
+            raise ConfigError(f"demonstrations must be one of {DEMONSTRATION_STYLES}, got {self.demonstrations!r}.")
         for name, value, paper in (("train_size", self.train_size, 1000), ("test_size", self.test_size, 100)):
-            if not isinstance(value, int) or not 1 <= value <= paper:
-                raise ValueError(f"{name} must be an int in [1, {paper}] (the paper's split size), got {value!r}.")
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= paper:
+                raise ConfigError(f"{name} must be an int in [1, {paper}] (the paper's split size), got {value!r}.")
 
 
 class MazeEnv(TextEnv[Maze, Route]):
@@ -126,12 +129,14 @@ class MazeEnv(TextEnv[Maze, Route]):
         return out
 
     def dedup_key(self, task: Task[Maze], candidate: Candidate[Route]) -> Hashable | None:
-        """The route as scored (`scored_walk`: the cells entered up to E); empty routes are dropped.
+        """The route as the reward sees it (`reduced_walk`); empty routes are dropped.
 
-        Moves after E, beyond the step budget or into walls change neither the walk nor the reward, so
-        a route with such moves appended or inserted is a copy, not a new route.
+        Two routes are the same answer when their walks (the cells entered up to E within the budget)
+        have the same loop-erased path and collect the same items: moves after E, beyond the step
+        budget or into walls, a detour into a cell and straight back, or a tour that returns to where
+        it left without collecting anything new make a copy, not a new route (issues 22 and 37).
         """
-        return scored_walk(task.payload, candidate.answer) if candidate.answer else None
+        return reduced_walk(task.payload, candidate.answer) if candidate.answer else None
 
     # ------------------------------------------------------------------------------- rewards
     def reward(self, task: Task[Maze], candidate: Candidate[Route]) -> NDArray[np.float64]:

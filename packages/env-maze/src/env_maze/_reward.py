@@ -15,7 +15,10 @@ from numpy.typing import NDArray
 
 from env_maze._maze import MOVE_DELTAS, WALL, Maze
 
-__all__ = ["score_routes", "scored_walk", "simulate_reference"]
+__all__ = ["ReducedWalk", "reduced_walk", "score_routes", "scored_walk", "simulate_reference"]
+
+ReducedWalk = tuple[tuple[int, ...], tuple[int, ...]]
+"""A route's de-duplication key: (its loop-erased path of cells, the item cells it collects)."""
 
 _NO_MOVE = 4  # padding code: the walker stays and the step is not taken
 
@@ -76,6 +79,52 @@ def scored_walk(maze: Maze, route: Sequence[int]) -> tuple[int, ...]:
         if position == maze.end:
             break
     return tuple(walk)
+
+
+def reduced_walk(maze: Maze, route: Sequence[int]) -> ReducedWalk:
+    """What the reward sees of a route, as a route: its reduced path and the items it collects.
+
+    The walk (`scored_walk`) is reduced in two steps. First every back-and-forth cancels (a step into
+    a cell and straight back, repeatedly, as in a free reduction): the result is the same wherever such
+    pairs are inserted or removed. Then the loops left are erased in order (on re-entering a cell
+    already on the path, the loop since that cell is cut), which leaves a simple path from S to where
+    the walk ends. The item cells (gold, diamond, lava) the walk enters are kept as a set beside the
+    path, so a detour that collects an item no other part of the route collects still makes a
+    different route, and one that collects nothing new does not. Two routes with the same key have the
+    same reward: the reward depends only on whether the walk reaches E (both reductions keep the
+    walk's end, so the path ends on E exactly when the route reaches it) and on the set of items
+    collected before E. Routes whose reduced paths differ (around an obstacle on the left and on the
+    right) stay distinct even when their rewards are equal. Linear in the walk.
+
+    Args:
+        maze: The maze.
+        route: Move codes.
+
+    Returns:
+        (path, items): the cells of the reduced path after S, shape (n_path,), ending on E if the
+        route reaches it; the collected item cells in increasing order, shape (n_items,).
+    """
+    walk = scored_walk(maze, route)
+    bits = maze.item_bit
+    reduced = [maze.start]  # free reduction: a step back to the cell before the last one cancels both
+    for cell in walk:
+        if len(reduced) >= 2 and reduced[-2] == cell:
+            reduced.pop()
+        else:
+            reduced.append(cell)
+    path: list[int] = []  # loop erasure, in order
+    where: dict[int, int] = {}
+    for cell in reduced:
+        at = where.get(cell)
+        if at is None:
+            where[cell] = len(path)
+            path.append(cell)
+            continue
+        for dropped in path[at + 1 :]:
+            del where[dropped]
+        del path[at + 1 :]
+    items = sorted({cell for cell in walk if bits[cell]})
+    return tuple(path[1:]), tuple(items)
 
 
 def simulate_reference(maze: Maze, route: Sequence[int]) -> NDArray[np.float64]:

@@ -15,6 +15,7 @@ from env_toolrl._parse import ToolCall, parse_reply
 from env_toolrl._profile import PROFILE
 from env_toolrl._reward import score_reply
 from vpo_core import Candidate, Message, Mode, RewardSpec, Task, TextEnv
+from vpo_core.env_options import check_fields
 from vpo_core.multi_answer import render_numbered, text_candidates
 
 __all__ = ["TOOLRL_SPEC", "ToolRLConfig", "ToolRLEnv", "ToolTask"]
@@ -77,6 +78,7 @@ class ToolRLConfig:
     def __post_init__(self) -> None:
         if self.data_dir is not None:
             object.__setattr__(self, "data_dir", str(self.data_dir))
+        check_fields(self, env_id="toolrl-v1")  # revision=True is refused, not read as text
 
 
 class ToolRLEnv(TextEnv[ToolTask, str]):

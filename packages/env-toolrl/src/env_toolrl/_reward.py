@@ -18,16 +18,57 @@
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from collections.abc import Hashable, Sequence
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from env_toolrl._parse import ToolCall, parse_reply, well_formed
-from vpo_core.text import multiset_f1, normalize, set_f1, token_f1
+from env_toolrl._parse import MAX_INT_DIGITS, ToolCall, parse_reply, well_formed
+from vpo_core.text import multiset_f1, normalize, set_f1
 
-__all__ = ["align_calls", "score_reply", "value_match"]
+__all__ = ["align_calls", "score_reply", "value_match", "value_tokens"]
+
+NUMERAL = re.compile(r"-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+"""A number written as text: optional minus, ASCII digits, an optional fraction and exponent. Nothing
+else reads as a number (no ``+``, ``_``, ``inf``, ``nan``, bare ``.``), so two numerals read as the same
+number only if they denote it (``27.0`` ≡ ``27`` ≡ ``2.7e1``, never ``270``)."""
+
+
+def _numeral(token: str) -> Decimal | None:
+    """The exact value of a numeral (`NUMERAL`, whole token), or None (also for an exponent beyond Decimal's range)."""
+    if not NUMERAL.fullmatch(token):
+        return None
+    try:
+        return Decimal(token)
+    except InvalidOperation:
+        return None
+
+
+def value_tokens(text: str) -> list[Hashable]:
+    """The tokens under which two text values are compared: nothing but case and spacing is forgiven.
+
+    The text is put in Unicode NFC (the same characters in another encoding are the same text),
+    case-folded and split on whitespace; a token that is a numeral (`NUMERAL`) stands for its exact
+    value, any other token for itself, punctuation included. Two values that differ in a digit or a
+    punctuation mark therefore never give the same tokens unless they differ only in how one number is
+    written, and a value of only whitespace gives no tokens.
+
+    Args:
+        text: A text value.
+
+    Returns:
+        The tokens, in order: ``("num", Decimal)`` or ``("text", str)`` pairs.
+    """
+    folded = unicodedata.normalize("NFC", unicodedata.normalize("NFC", text).casefold())
+    tokens: list[Hashable] = []
+    for token in folded.split():
+        number = _numeral(token)
+        tokens.append(("num", number) if number is not None else ("text", token))
+    return tokens
 
 
 def value_match(predicted: Any, gold: Any) -> float:
@@ -36,8 +77,10 @@ def value_match(predicted: Any, gold: Any) -> float:
     The paper's arg_value is the token-level F1 of the values; it is applied by type, and a value of
     one type never matches a value of another (upstream ToolRL compares with type-sensitive ``==``):
 
-    * text: token F1 of the normalised strings; a number written as text matches numerically, and a
-      number predicted for a text gold matches its normalised text (``"1"`` ≡ ``1``);
+    * text: multiset F1 of the `value_tokens` (case and spacing forgiven, punctuation kept, numerals
+      compared by value: ``"27.0"`` ≡ ``"27"`` but not ``"270"``, ``"2021-12"`` not ``"202112"``); a
+      gold of only whitespace matches only a value of only whitespace; a number predicted for a text
+      gold that is a numeral matches it by value (``"1"`` ≡ ``1``);
     * numbers: equal within 1e-9 (a prediction in text is read as a number);
     * booleans: only a boolean of the same value (``1``, ``"true"``, ``"yes"`` match nothing);
     * ``null``: only ``null``;
@@ -65,14 +108,13 @@ def _is_number(x: Any) -> bool:
 
 
 def _as_number(x: Any) -> int | float | None:
-    """A number, or text that reads as one (``"3.50"``); None otherwise."""
+    """A number, or text that is one numeral (`NUMERAL`, spaces around allowed: ``" 3.50"``); None otherwise."""
     if _is_number(x):
         return x
-    if isinstance(x, str):
-        try:
-            return float(x)
-        except (ValueError, OverflowError):
-            return None
+    if isinstance(x, str) and NUMERAL.fullmatch(text := x.strip()):
+        if text.lstrip("-").isdigit() and len(text) <= MAX_INT_DIGITS:
+            return int(text)  # exact: "12345678901234567891" is not the float of ...890
+        return float(text)  # finite or ±inf (an exponent out of range), never an error
     return None
 
 
@@ -81,18 +123,15 @@ def _atom(x: Any) -> Hashable:
     if isinstance(x, bool) or x is None:
         return ("const", x)
     number = _as_number(x)
-    if number is not None:
-        try:
-            return ("num", float(number))
-        except OverflowError:
-            return ("num", number)
+    if number is not None:  # Python compares and hashes ints and floats by exact value: 27 ≡ 27.0, 2**60 + 1 ≢ 2.0**60
+        return ("num", number)
     if isinstance(x, str):
-        return ("text", normalize(x))
+        return ("text", tuple(value_tokens(x)))
     if isinstance(x, list | tuple):
         return ("list", tuple(_atom(v) for v in x))
     if isinstance(x, dict):
         return ("dict", tuple(sorted(((str(k), _atom(v)) for k, v in x.items()), key=lambda kv: kv[0])))
-    return ("other", normalize(x))
+    return ("other", tuple(value_tokens(str(x))))
 
 
 def _value_match(predicted: Any, gold: Any) -> float:
@@ -113,7 +152,7 @@ def _value_match(predicted: Any, gold: Any) -> float:
         return 2 * shared / (len(predicted) + len(gold))
     if isinstance(gold, str):
         if isinstance(predicted, str):
-            return token_f1(predicted, gold)
+            return multiset_f1(value_tokens(predicted), value_tokens(gold))
         number = _as_number(gold) if _is_number(predicted) else None
         return float(number is not None and _close(predicted, number))
     return float(_atom(predicted) == _atom(gold))

@@ -233,7 +233,8 @@ class TextEnv(ABC, Generic[P, A]):
         """Key under which duplicate candidates collapse in training (multi mode).
 
         Returns None to de-duplicate by reward vector (the rule of MuSiQue, EUREQA and ToolRL);
-        maze overrides it with the normalised move sequence.
+        maze overrides it with the route as the reward sees it (`reduced_walk`: back-and-forth steps cancelled,
+        loops erased, plus the items collected); ultrafeedback with the reply's letters and digits.
         """
         return None
 

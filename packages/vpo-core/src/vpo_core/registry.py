@@ -112,11 +112,24 @@ def resolve_env_class(env_id: str) -> type[TextEnv[Any, Any]]:
 def make(env_id: str, **config: Any) -> TextEnv[Any, Any]:
     """Build an environment by id.
 
+    The keywords are checked first against the env's options (its config record's fields), as the
+    command lines' ``env.<key>=`` are (`vpo_core.env_options.check_options`): an unknown key, or a value
+    of a type the field rules out, is refused before the env is built; a boolean is not a number
+    (``train_size=True`` is refused, not read as one task).
+
     Args:
         env_id: See `resolve_env_class`.
         **config: Keyword configuration passed to the env's constructor (e.g. ``data_dir=...``).
 
     Returns:
         The environment instance.
+
+    Raises:
+        KeyError: If no installed env has that id.
+        ConfigError: If a keyword is not an option of the env or has the wrong type (the message names it).
     """
-    return resolve_env_class(env_id)(**config)
+    from vpo_core.env_options import check_options, options_signature  # env_options imports this module
+
+    cls = resolve_env_class(env_id)
+    options = check_options(options_signature(cls), config, env_id=str(getattr(cls, "env_id", env_id)), prefix="")
+    return cls(**options)

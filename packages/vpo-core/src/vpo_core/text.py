@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import string
+import unicodedata
 from collections import Counter
 from collections.abc import Iterable
 from typing import Any
@@ -18,12 +19,20 @@ _SPACES = re.compile(r"\s+")
 def normalize(value: Any, *, underscore_to_space: bool = False) -> str:
     """Normalise text for comparison.
 
-    Lowercase, drop ASCII punctuation (``_`` included, so ``Get_News`` ≡ ``getnews``) and the
-    articles a/an/the, collapse whitespace: the SQuAD/MuSiQue answer normalisation. With
-    ``underscore_to_space`` underscores become spaces first (Wikipedia-style names:
+    Unicode NFKC first, then the SQuAD/MuSiQue answer normalisation: lowercase, drop ASCII
+    punctuation (``_`` included, so ``Get_News`` ≡ ``getnews``) and the articles a/an/the, collapse
+    whitespace. With ``underscore_to_space`` underscores become spaces first (Wikipedia-style names:
     ``Robert_Rodriguez`` ≡ ``robert rodriguez``). Non-strings are normalised through ``str``.
+
+    NFKC, not NFC: canonically equivalent spellings (``é`` as one code point or as ``e`` plus a
+    combining accent, the NFD a model or a copy-paste may produce) become one, and so do compatibility
+    forms that a reader takes for the same text (full-width ``Ｐａｒｉｓ``, the ligature ``ﬁ``,
+    full-width punctuation, which then is dropped like its ASCII form). This normalisation is lenient
+    by design (it already drops punctuation and articles), so folding compatibility forms fits it;
+    the forms NFKC folds (superscripts, circled digits) are not how a different answer is written.
+    Normalising first means everything after it sees one spelling of each text.
     """
-    text = value if isinstance(value, str) else str(value)
+    text = unicodedata.normalize("NFKC", value if isinstance(value, str) else str(value))
     if underscore_to_space:
         text = text.replace("_", " ")
     text = _PUNCTUATION.sub("", text.lower())
