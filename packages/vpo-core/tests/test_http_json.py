@@ -33,7 +33,9 @@ from vpo_core.http_json import (
     request_json,
 )
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+# only the helper's own folder goes on sys.path (this folder holds a `vllm/` folder that would shadow the real
+# vllm for TRL's availability check)
+sys.path.insert(0, str(Path(__file__).resolve().parent / "http_support"))
 from hostile_server import MODELS, Server, flood, redirect, send_json, trickle
 
 MiB = 1024 * 1024

@@ -625,6 +625,7 @@ class Sandbox:
             )
         logger.info("sandbox: tasks per test capped by %s", self.task_cap)
         self.restarts = 0  # workers replaced after dying, hanging or reporting tampering
+        self._disk_warned = False  # warned that a worker sees directories of the host's disk
         self._lock = threading.Lock()
         self._waiters: deque[list[Any]] = deque()
         self._idle: deque[_Worker] = deque()
@@ -734,6 +735,20 @@ class Sandbox:
         launcher = f"{self.bwrap_source} {self.bwrap_path}" if self.bwrap_path else "none"
         return GradeResult(final, np.array([v == "ok" for v in final]), cpu, wall, self.isolation, stderr, launcher)
 
+    def _note_host_disk(self, status: object) -> None:
+        """Warn once if a worker could not replace the host-disk directories in its view (issue 37).
+
+        ``status`` is the worker's ``"hidden"`` (nothing of the host's disk but single files in view),
+        ``"degraded"`` (no sandbox at all), or why the directories stay in view.
+        """
+        if isinstance(status, str) and status not in ("hidden", "degraded") and not self._disk_warned:
+            self._disk_warned = True
+            logger.warning(
+                "sandbox: directories of the host's disk stay in view (%s): a test can leave about 2e5 negative "
+                "dentries per CPU second in the host's dentry cache",
+                status[:300],
+            )
+
     def _round(
         self,
         job: dict[str, Any],
@@ -764,9 +779,11 @@ class Sandbox:
                     cpu[i], wall[i] = float(header["cpu"]), float(header["wall"])
                     stderr[i] = raw[len(raw) - header["lengths"][2] :].decode("utf-8", "replace")
                     progress = True
-                elif kind == b"E" and not header.get("healthy", False):
-                    logger.info("sandbox: replacing a worker (%s)", str(header.get("reason"))[:200])
-                    replace = True
+                elif kind == b"E":
+                    self._note_host_disk(header.get("host_disk"))
+                    if not header.get("healthy", False):
+                        logger.info("sandbox: replacing a worker (%s)", str(header.get("reason"))[:200])
+                        replace = True
         except (_WorkerLost, OSError) as exc:
             logger.info("sandbox: replacing a worker (%s)", exc)
             replace = True

@@ -49,6 +49,9 @@ What untrusted code can see and touch, and why each attack class is closed:
    size-capped tmpfs wiped after every test; SysV IPC, POSIX message queues and ``memfd_create``
    are denied, so nothing a test creates survives it and parked memory is bounded by the scratch
    cap plus its output memfds (each capped by RLIMIT_FSIZE), all freed when the test ends.
+   The host's dentry cache: no directory of the host's disk is in view (``/usr`` and the prefix are
+   read-only tmpfs skeletons of single-file binds, made before the zygote exists), so a storm of
+   failed lookups leaves no negative dentries on the host (tmpfs and procfs do not cache them).
 6. Verdicts: the broker reports facts (exit status, signal, CPU time, sizes, the ready mark, the
    capped output bytes); the host maps them to verdicts with a total table. A program chooses
    its exit status, but only "exit 0 and the right output" passes.
@@ -429,8 +432,9 @@ def _zygote():
 class _Broker:
     """The job loop: memfds per child, commands to the zygote, wait4, records to the host."""
 
-    def __init__(self, reader, writer, control, zygote):
+    def __init__(self, reader, writer, control, zygote, host_disk="degraded"):
         self.reader, self.writer, self.control, self.zygote = reader, writer, control, zygote
+        self.host_disk = host_disk  # "hidden", or why directories of the host's disk are still in view
         self.scratch_mode = stat.S_IMODE(os.stat(SCRATCH).st_mode)
         self.baseline = self._state()
         # A fresh tmpfs per test that wrote to the scratch (needs CAP_SYS_ADMIN in the sandbox's user
@@ -621,7 +625,7 @@ class _Broker:
                 os.close(code_fd)
             if healthy:
                 healthy, reason = self._healthy(full=True)
-        self._send(b"E", {"healthy": healthy, "reason": reason})
+        self._send(b"E", {"healthy": healthy, "reason": reason, "host_disk": self.host_disk})
 
     def loop(self):
         while True:
@@ -630,7 +634,14 @@ class _Broker:
                 return
             job = json.loads(_read_exact(self.reader, struct.unpack(">I", header)[0]) or b"null")
             if job.get("ping"):
-                self._send(b"E", {"healthy": True, "reason": "", "pid": os.getpid(), "uid": os.getuid()})
+                header = {
+                    "healthy": True,
+                    "reason": "",
+                    "pid": os.getpid(),
+                    "uid": os.getuid(),
+                    "host_disk": self.host_disk,
+                }
+                self._send(b"E", header)
             else:
                 self.serve(job)
 
@@ -707,6 +718,198 @@ def _wipe(root, mode, budget=1_000_000):
             os.chdir(root)
 
 
+# ------------------------------------------------------------------------------------ host disk
+# Failed lookups in a directory of a disk filesystem leave a negative dentry in the host's (global) cache;
+# on tmpfs and procfs they leave nothing. So before the zygote exists, the broker replaces every directory
+# of the host's disk in the sandbox (the read-only binds of /usr and the interpreter prefix) by a read-only
+# tmpfs of directories holding single-file read-only binds of what the interpreter can load: the stdlib's
+# bytecode, its extension modules and the libraries they link. A lookup cannot go through a file, so no
+# process of the sandbox can make the host's disk cache a failed lookup afterwards (issue 37).
+NO_DENTRY_FS = ("tmpfs", "proc")  # filesystems that do not cache failed lookups
+# CPython's own test modules and Tk (needs X11 and a display): not copied
+SKIP_DIRS = frozenset(("site-packages", "dist-packages", "test", "tests", "idle_test", "__pycache__", "idlelib"))
+SKIP_EXTENSIONS = ("_test", "xx", "_xx", "_ctypes_test", "_tkinter")
+LIBRARY_DIRS = ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64", "/lib", "/usr/lib")
+MS_RDONLY, MS_REMOUNT, MS_BIND, MS_MOVE = 1, 32, 4096, 8192
+
+
+def _mounts():
+    """(mount point, filesystem type) of every mount of this mount namespace, from /proc/self/mountinfo."""
+    out = []
+    with open("/proc/self/mountinfo") as table:
+        for line in table:
+            fields = line.split()
+            point = fields[4]
+            for escaped, char in (("\\040", " "), ("\\011", "\t"), ("\\012", "\n"), ("\\134", "\\")):
+                point = point.replace(escaped, char)
+            out.append((point, fields[fields.index("-") + 1]))
+    return out
+
+
+def _disk_directories():
+    """Mount points of directories on a filesystem that caches failed lookups (file binds are harmless)."""
+    return sorted({point for point, kind in _mounts() if kind not in NO_DENTRY_FS and os.path.isdir(point)})
+
+
+def _elf_dynamic(path):
+    """(DT_NEEDED names, RUNPATH/RPATH directories) of a 64-bit little-endian ELF object; ([], []) otherwise."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:4] != b"\x7fELF" or data[4:6] != b"\x02\x01":
+        return [], []
+    (phoff,) = struct.unpack_from("<Q", data, 32)
+    phentsize, phnum = struct.unpack_from("<HH", data, 54)
+    loads, dynamic = [], None
+    for i in range(phnum):
+        kind, _, offset, vaddr, _, filesz, _, _ = struct.unpack_from("<IIQQQQQQ", data, phoff + i * phentsize)
+        if kind == 1:  # PT_LOAD
+            loads.append((vaddr, offset, filesz))
+        elif kind == 2:  # PT_DYNAMIC
+            dynamic = (offset, filesz)
+    if dynamic is None:
+        return [], []
+    entries = []
+    for at in range(dynamic[0], dynamic[0] + dynamic[1] - 15, 16):
+        tag, value = struct.unpack_from("<qQ", data, at)
+        if tag == 0:
+            break
+        entries.append((tag, value))
+    strtab = next((value for tag, value in entries if tag == 5), None)  # DT_STRTAB, a virtual address
+    base = next((strtab - v + o for v, o, n in loads if strtab is not None and v <= strtab < v + n), None)
+    if base is None:
+        return [], []
+
+    def string(index):
+        return data[base + index : data.index(b"\0", base + index)].decode()
+
+    origin = os.path.dirname(path)
+    needed = [string(value) for tag, value in entries if tag == 1]
+    search = [
+        part.replace("${ORIGIN}", origin).replace("$ORIGIN", origin)
+        for tag, value in entries
+        if tag in (15, 29)  # DT_RPATH, DT_RUNPATH
+        for part in string(value).split(":")
+        if part
+    ]
+    return needed, search
+
+
+def _interpreter_files():
+    """{path in the sandbox: file to bind there} for the stdlib, its extension modules and their libraries.
+
+    Modules are found on ``sys.path`` (site-packages is not on it: the worker runs ``-I -S``). A module
+    with a fresh ``__pycache__`` bytecode file appears as a sourceless ``name.pyc`` (the import system's
+    own sourceless loader runs it; tracebacks show no stdlib source lines); one without, as its source.
+    Libraries are the ELF ``DT_NEEDED`` closure of the extension modules, resolved as the dynamic loader
+    does without ``/etc/ld.so.cache`` (which the sandbox does not mount), minus the libraries this process
+    has mapped already (found by name when a child loads a module).
+    """
+    from importlib.machinery import EXTENSION_SUFFIXES
+    from importlib.util import MAGIC_NUMBER
+
+    tag = sys.implementation.cache_tag
+    files, extensions = {}, []
+    for entry in sys.path:
+        if not os.path.isdir(entry):
+            continue
+        for directory, subdirectories, names in os.walk(entry):
+            subdirectories[:] = [d for d in subdirectories if d not in SKIP_DIRS and d.isidentifier()]
+            for name in names:
+                source = os.path.join(directory, name)
+                if name.endswith(".py"):
+                    compiled = os.path.join(directory, "__pycache__", f"{name[:-3]}.{tag}.pyc")
+                    try:
+                        with open(compiled, "rb") as f:
+                            header = f.read(16)
+                        st = os.stat(source)
+                        fresh = (  # timestamp-based and matching its source, as the source loader checks
+                            header[:8] == MAGIC_NUMBER + bytes(4)
+                            and int.from_bytes(header[8:12], "little") == int(st.st_mtime) & 0xFFFFFFFF
+                            and int.from_bytes(header[12:16], "little") == st.st_size & 0xFFFFFFFF
+                        )
+                    except OSError:
+                        fresh = False
+                    if fresh:
+                        files.setdefault(source[:-3] + ".pyc", compiled)
+                    else:
+                        files.setdefault(source, source)
+                elif name.endswith(tuple(EXTENSION_SUFFIXES)) and not name.startswith(SKIP_EXTENSIONS):
+                    files.setdefault(source, source)
+                    extensions.append(source)
+    with open("/proc/self/maps") as maps:
+        loaded = {os.path.realpath(fields[5]) for fields in (line.split(None, 5) for line in maps) if len(fields) == 6}
+    pending, seen = list(extensions), set()
+    while pending:
+        needed, search = _elf_dynamic(pending.pop())
+        for name in needed:
+            if name in seen:
+                continue
+            seen.add(name)
+            for directory in (*search, *LIBRARY_DIRS):
+                found = os.path.join(directory, name)
+                if os.path.isfile(found):
+                    if os.path.realpath(found) not in loaded:
+                        files.setdefault(os.path.join(os.path.realpath(directory), name), os.path.realpath(found))
+                        pending.append(found)
+                    break
+    return files
+
+
+def _replace_host_disk():
+    """Replace every host-disk directory of this mount namespace by a read-only tmpfs skeleton (see above).
+
+    Runs in the broker before the zygote exists (it needs CAP_SYS_ADMIN of the sandbox's user namespace).
+    Each skeleton is built on a staging tmpfs mounted on the scratch (directories, and each file a bind of
+    the host's file, read-only like the bind it comes from), then the disk bind is detached and the
+    skeleton moved onto its mount point and made read-only. Nothing is copied: the files stay in the
+    host's page cache.
+
+    Returns:
+        ``"hidden"`` when no directory of a dentry-caching filesystem is left in view, else why not.
+    """
+    points = _disk_directories()
+    if not points:
+        return "hidden"
+    try:
+        files = _interpreter_files()
+    except OSError as exc:
+        return f"the interpreter's files could not be listed ({exc})"
+    scratch = SCRATCH.encode()
+    for point in points:
+        inner = [p for p in points if p != point and p.startswith(point.rstrip("/") + "/")]
+        mine = {
+            dest: src
+            for dest, src in files.items()
+            if dest.startswith(point.rstrip("/") + "/") and not any(dest.startswith(p + "/") for p in inner)
+        }
+        options = b"size=4m,mode=755"  # directories and empty mount points only
+        if _LIBC.mount(b"tmpfs", scratch, b"tmpfs", MS_NOSUID | MS_NODEV, options) != 0:
+            return f"no tmpfs could be mounted ({os.strerror(ctypes.get_errno())})"
+        try:
+            for path in inner:
+                os.makedirs(SCRATCH + path[len(point.rstrip("/")) :], exist_ok=True)
+            for dest, src in mine.items():
+                target = SCRATCH + dest[len(point.rstrip("/")) :]
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+                if _LIBC.mount(src.encode(), target.encode(), None, MS_BIND, None) != 0:
+                    raise OSError(ctypes.get_errno(), f"could not bind {src}")
+        except OSError as exc:
+            _LIBC.umount2(scratch, MNT_DETACH)
+            return f"the interpreter's files could not be bound ({exc})"
+        # a mount inside one replaced earlier went with it (MNT_DETACH takes the subtree)
+        attached = point in _disk_directories()
+        if (attached and _LIBC.umount2(point.encode(), MNT_DETACH) != 0) or _LIBC.mount(
+            scratch, point.encode(), None, MS_MOVE, None
+        ):
+            raise OSError(ctypes.get_errno(), f"could not move the skeleton onto {point}")
+        if _LIBC.mount(None, point.encode(), None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, None) != 0:
+            raise OSError(ctypes.get_errno(), f"could not make the skeleton on {point} read-only")
+    sys.path_importer_cache.clear()
+    left = _disk_directories()
+    return "hidden" if not left else f"host-disk directories still in view: {left}"
+
+
 def _drop_capabilities():
     """Empty this process's capability sets (the broker keeps CAP_SYS_ADMIN; nothing below it may)."""
     header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
@@ -724,6 +927,7 @@ def main():
     for fd in (0, 1, 2):
         os.dup2(null, fd)
     os.close(null)
+    host_disk = _replace_host_disk() if SCRATCH == "/tmp" else "degraded"  # before the zygote exists
     broker_end, zygote_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     zygote = os.fork()
     if zygote == 0:  # before any job: this process never holds job data
@@ -743,7 +947,7 @@ def main():
     for sig in (signal.SIGHUP, signal.SIGINT, signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2, signal.SIGIO):
         signal.signal(sig, signal.SIG_IGN)  # no sandbox process may signal the broker; belt and braces
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    _Broker(reader, writer, broker_end, zygote).loop()
+    _Broker(reader, writer, broker_end, zygote, host_disk).loop()
 
 
 if __name__ == "__main__":
