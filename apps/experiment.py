@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 
-from vpo_core.adapters.local.experiment import main
+from vpo_lab.experiment import main
 
 if __name__ == "__main__":
     raise SystemExit(main(sys.argv[1:]))

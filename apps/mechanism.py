@@ -6,7 +6,7 @@
 
 The env must enumerate its outcomes (`TextEnv.outcome_table`; maze-v1 does, with its exact solver).
 Every answer text is re-scored with `env.score` before training (a table that disagrees stops the
-run). Each (start, arm, seed) trains a tabular policy (`vpo_core.tabular`) with the method's own
+run). Each (start, arm, seed) trains a tabular policy (`vpo_lab.tabular`) with the method's own
 `compute_advantages`, and is evaluated at the checkpoints with the paper's metrics. The mechanism's
 controls are registered methods too (`vpo_w_star_max`: VPO's weightings replaced by w*; `vpo_k1`: one
 group-shared weighting, K = 1; `vpo_unshared`: one weighting per rollout, not shared by the group).
@@ -48,7 +48,7 @@ STARTS = {
 DEFAULT_ARMS = "grpo,random_w,goal_cond,gdpo,max_at_k,maxrl,multi_rlvr,vpo,vpo_w_star_max,vpo_k1,vpo_unshared"
 """Every method of the paper and the mechanism's three controls (all registered in `vpo_core.METHODS`)."""
 POOL = 30
-"""Answers per evaluation pool (`vpo_core.tabular.evaluate.POOL`, the paper's 30)."""
+"""Answers per evaluation pool (`vpo_lab.tabular.evaluate.POOL`, the paper's 30)."""
 MAX_GROUP_SIZE = 4096
 """The largest G: a step samples (tasks, G, N) logits per answer slot."""
 MAX_CANDIDATES = 30_000
@@ -200,8 +200,8 @@ def main(argv: list[str] | None = None) -> int:
     if isinstance(config, int):
         return config
     import vpo_core
-    from vpo_core.tabular import Start, run_study, stack_tables
-    from vpo_core.tabular.study import arm
+    from vpo_lab.tabular import Start, run_study, stack_tables
+    from vpo_lab.tabular.study import arm
 
     env = vpo_core.make(config.env)
     tasks = list(env.tasks(config.split))[: config.tasks]

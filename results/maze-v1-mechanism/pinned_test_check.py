@@ -2,7 +2,7 @@
 
     OMP_NUM_THREADS=1 uv run python results/maze-v1-mechanism/pinned_test_check.py [seeds=60] [block=6] [candidates=150]
 
-Runs the fixture of `packages/env-maze/tests/test_mechanism.py` (the first 4 maze-v1 test mazes, V = 1,
+Runs the fixture of `packages/vpo-lab/tests/test_maze_mechanism.py` (the first 4 maze-v1 test mazes, V = 1,
 `warm_uniform`, lr 0.1, 300 steps, evaluated at steps 50 and 300 with 150 answers per maze; GRPO, VPO,
 the w* control and VPO with K = 1, plus VPO with unshared weightings, reported but not asserted) with
 seeds 0..seeds-1, cuts them into disjoint blocks of `block` seeds (the test runs the first block,
@@ -20,8 +20,8 @@ import numpy as np
 
 import vpo_core
 from vpo_core.stats import Interval, paired_seed_interval
-from vpo_core.tabular import Start, run_study, stack_tables
-from vpo_core.tabular.study import arm
+from vpo_lab.tabular import Start, run_study, stack_tables
+from vpo_lab.tabular.study import arm
 
 ARMS = ("grpo", "vpo", "vpo_w_star_max", "vpo_k1", "vpo_unshared")
 STEPS = 300  # the test's settings

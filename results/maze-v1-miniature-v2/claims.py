@@ -34,10 +34,9 @@ from typing import Any
 import numpy as np
 
 import vpo_core
-from vpo_core.adapters.local.experiment_report import per_task_metrics
-from vpo_core.evaluation.metrics import split_by_reach
-from vpo_core.evaluation.pool_file import load_pool
+from vpo_core.evaluation import load_pool, split_by_reach
 from vpo_core.stats import Interval, paired_seed_interval, seed_interval
+from vpo_lab.experiment_report import per_task_metrics
 
 ROOT = Path(__file__).parent
 METRICS = (

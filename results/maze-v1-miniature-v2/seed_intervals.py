@@ -10,10 +10,10 @@ task bootstrap: it resamples mazes only and is marked "one seed: task-level only
 import sys
 from pathlib import Path
 
-from vpo_core.adapters.local.experiment_report import per_task_metrics
-from vpo_core.evaluation.pool_file import load_pool
+from vpo_core.evaluation import load_pool
 from vpo_core.registry import make
 from vpo_core.stats import seed_interval
+from vpo_lab.experiment_report import per_task_metrics
 
 METRICS = ("valid", "diversity_valid", "distinct_valid", "pareto_covered", "best@1", "best@3", "best@30", "E_w[best@5]")
 

@@ -106,7 +106,7 @@ def test_offline_without_data_names_both_ways(monkeypatch, tmp_path):
         EureqaEnv().tasks("test")
     with pytest.raises(FileNotFoundError, match="does not exist"):
         EureqaEnv(data_dir=tmp_path).tasks("test")
-    with pytest.raises(ValueError, match="unknown EUREQA split"):
+    with pytest.raises(ValueError, match="unknown eureqa-v1 split"):
         EureqaEnv(data_dir=DATA).tasks("validation")
 
 

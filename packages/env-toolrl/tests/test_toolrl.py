@@ -217,7 +217,7 @@ def test_offline_without_data_says_how_to_get_it(monkeypatch):
         ToolRLEnv().tasks("test")
     monkeypatch.setenv("VPO_TOOLRL_DIR", str(DATA))
     assert len(ToolRLEnv().tasks("test")) == 80
-    with pytest.raises(ValueError, match="unknown ToolRL split"):
+    with pytest.raises(ValueError, match="unknown toolrl-v1 split"):
         ToolRLEnv(data_dir=DATA).tasks("validation")
 
 

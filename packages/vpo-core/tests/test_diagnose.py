@@ -145,3 +145,46 @@ def test_best_at_k_uses_each_tasks_w_star_where_the_spec_varies_per_task():
     assert d.best_at_k == pytest.approx(1.0)  # the class-level w* (1/3 each) would give (1/3 + 2/3 + 1) / 3
     with pytest.raises(ValueError, match="2 per-task w\\* rows"):
         diagnose_pool("x", pool, w[:2], k=2)
+
+
+def _row(position, domain, rho_vpo, rho_grpo, delta, **extra):
+    return CollinearityRow(
+        position=position,
+        domain=domain,
+        dims="2 (D=2)",
+        rho_vpo=rho_vpo,
+        rho_grpo=rho_grpo,
+        best_vpo=0.5 + delta,
+        best_grpo=0.5,
+        delta=delta,
+        **extra,
+    )
+
+
+def test_the_verdict_cites_the_rows_in_its_band_and_core_names_no_domain():
+    import inspect
+
+    import vpo_core.diagnose
+
+    rows = [_row(2, "Beta", 0.95, 0.75, -0.01, outcome="tie"), _row(1, "Alpha", 0.8, 0.2, 0.05)]
+    assert verdict(0.8, rows=rows).endswith(
+        "(the paper's Alpha, a VPO win, and Beta, a tie, both have a row in this band)"
+    )
+    assert verdict(0.95, rows=rows).endswith("expect VPO to tie scalar GRPO, as on Beta)")
+    assert verdict(0.8, rows=rows[:1]).endswith("(the paper's Beta, a tie, has a row in this band)")
+    assert verdict(0.95, rows=rows[1:]).endswith("expect VPO to tie scalar GRPO)")  # no tying row up there
+    assert verdict(0.8, rows=[]) == "borderline: 0.7 <= ρ̄ = 0.80 < 0.9"
+    # the installed envs' rows give the paper's wording, and the module itself names none of them
+    assert verdict(0.8).endswith(
+        "(the paper's ToolRL, a VPO win, and UltraFeedback, a tie, both have a row in this band)"
+    )
+    source = inspect.getsource(vpo_core.diagnose)
+    assert [row.domain for row in paper_rows() if row.domain.lower() in source.lower()] == []
+
+
+def test_a_rows_outcome_is_declared_or_read_from_the_sign_of_delta():
+    assert [_row(1, "X", 0.1, 0.1, d).outcome for d in (0.1, 0.0, -0.1)] == ["win", "tie", "loss"]
+    assert _row(1, "X", 0.1, 0.1, -0.004, outcome="tie").outcome == "tie"
+    with pytest.raises(ValueError, match="outcome must be one of"):
+        _row(1, "X", 0.1, 0.1, 0.1, outcome="draw")
+    assert {row.domain: row.outcome for row in paper_rows()}["UltraFeedback"] == "tie"

@@ -132,7 +132,7 @@ def test_vpo_eval_multi_mode_and_resume(tmp_path, fake_openai, capsys):
         (["--env", "maze-v1", "--env-option", "size=3"], "env.size is not an option of maze-v1", 2),
         (["--env", "maze-v1", "--mode", "single", "-m", "3"], "drop -m 3", 2),
         (["--env", "maze-v1", "--env-option", "test_size=-1"], "test_size must be an int in [1, 100]", 2),
-        (["--env", "maze-v1", "--split", "nope"], "unknown maze split 'nope'", 2),
+        (["--env", "maze-v1", "--split", "nope"], "unknown maze-v1 split 'nope'", 2),
         (["--env", "maze-v1", "--base-url", "http://127.0.0.1:9/v1"], "cannot reach", 1),
     ],
 )

@@ -218,7 +218,7 @@ def test_log_gamma_quantile_is_the_asymptote_below_float64_and_the_quantile_abov
 )
 def test_sobol_alpha_outside_its_range_is_refused(alpha, message):
     from vpo_core.errors import ConfigError
-    from vpo_core.qmc import check_weight_options
+    from vpo_core.weights import check_weight_options
 
     with pytest.raises(ConfigError, match=message):
         sobol_weights(3, 4, [0], alpha=alpha)
@@ -230,7 +230,7 @@ def test_sobol_alpha_outside_its_range_is_refused(alpha, message):
 
 def test_an_estimator_that_would_allocate_terabytes_is_refused_by_size():
     from vpo_core.errors import ConfigError
-    from vpo_core.qmc import check_weight_options
+    from vpo_core.weights import check_weight_options
 
     rewards = np.zeros((16, 8, 3, 4))
     for sampler in ("dirichlet", "sobol"):

@@ -17,7 +17,6 @@ from collections import Counter
 import numpy as np
 
 import vpo_core
-from env_maze._parse import parse_moves, split_routes
 from vpo_core.adapters.local.policy import load_policy
 
 
@@ -50,9 +49,9 @@ def main(argv):
         truncated = not text.rstrip().endswith(eos) and "</route_3>" not in text
         counts["completions"] += 1
         counts["truncated"] += truncated
-        for route in split_routes(text, 3):
+        for route in env.parse(task, text, mode="multi", m=3):
             counts["routes"] += 1
-            moves = parse_moves(route)
+            moves = route.answer or ()
             if not moves:
                 counts["missing"] += 1
                 continue

@@ -84,26 +84,24 @@ class EureqaEnv(TextEnv[EureqaTask, tuple[str, ...]]):
         super().__init__(config, **options)
         self.filtered: dict[str, int] = {}
         """Rows skipped per upstream split (fewer than six masks or entities), known once tasks are loaded."""
-        self._splits: dict[str, list[Task[EureqaTask]]] | None = None
 
     def data_source(self) -> dict[str, Any]:
         """Where the data comes from (Hub id, revision, resolved commit, local files and sha256), for a run's config."""
         return data_source(self.config.data_dir, self.config.revision, self.config.hub_id)
 
-    def tasks(self, split: str) -> list[Task[EureqaTask]]:
-        """The paper's mixed split: train 1,109 (all normal_5 + half of hard_5), test 682 (other half)."""
-        if split not in self.splits:
-            raise ValueError(f"unknown EUREQA split {split!r}; choose one of {list(self.splits)}.")
-        if self._splits is None:
-            c = self.config
-            normal = load_source_split(NORMAL, c.data_dir, c.revision, c.hub_id)
-            hard = load_source_split(HARD, c.data_dir, c.revision, c.hub_id)
-            rows, self.filtered = build_splits(normal, hard, seed=c.seed)
-            self._splits = {
-                name: [self._task(name, i, source, row) for i, (source, row) in enumerate(items)]
-                for name, items in rows.items()
-            }
-        return self._splits[split]
+    def _load_tasks(self, split: str) -> dict[str, list[Task[EureqaTask]]]:
+        """The paper's mixed split: train 1,109 (all normal_5 + half of hard_5), test 682 (other half).
+
+        Both splits come from one shuffle, so the first call builds both (`tasks` caches them).
+        """
+        c = self.config
+        normal = load_source_split(NORMAL, c.data_dir, c.revision, c.hub_id)
+        hard = load_source_split(HARD, c.data_dir, c.revision, c.hub_id)
+        rows, self.filtered = build_splits(normal, hard, seed=c.seed)
+        return {
+            name: [self._task(name, i, source, row) for i, (source, row) in enumerate(items)]
+            for name, items in rows.items()
+        }
 
     @staticmethod
     def _task(split: str, index: int, source: str, row: dict[str, Any]) -> Task[EureqaTask]:

@@ -27,9 +27,7 @@ RECIPE = VerlRecipe(
     sources={
         "model": 'paper, appendix "EUREQA": "We train Qwen3-8B"',
         "n_gpus": 'paper, appendix "Compute Resources": one node of 4xH100 per run',
-        "train_batch": f"{_TRAIN}, per-domain batch sizes (Qwen 7B/8B)",
-        "mini_batch": f"{_TRAIN}, per-domain batch sizes (Qwen 7B/8B)",
-        "micro_batch": f"{_TRAIN}, per-domain batch sizes (Qwen 7B/8B)",
+        **dict.fromkeys(("train_batch", "mini_batch", "micro_batch"), f"{_TRAIN}, per-domain batch sizes (Qwen 7B/8B)"),
         "prompt_length": f"{_AUTHORS} (the same 1024 for every method)",
         "response_single": _AUTHORS,
         "response_multi": f"{_AUTHORS} (train.sh writes NUM_SOLUTIONS=5 for this branch; the paper and "
@@ -39,9 +37,9 @@ RECIPE = VerlRecipe(
     },
 )
 
-PROFILE = EnvProfile(
+PROFILE = EnvProfile.from_recipe(
     # training rollouts: T = 1.0, top-p 1.0 (appendix "Training Setup"); budgets = the veRL response lengths
-    train=Generation(temperature=1.0, top_p=1.0, max_new_tokens_single=512, max_new_tokens_multi=2048),
+    RECIPE,
     # final evaluation: T = 0.7, top-p 0.95 (appendix "Final-evaluation sampling"; the authors' script
     # passes top_p=1.0, the paper's text wins); 512 tokens single as the authors' evaluation
     # (vpo_tasks/eureqa.py max_tokens=512), the training budget 2048 for three chains
@@ -49,7 +47,6 @@ PROFILE = EnvProfile(
     eval_samples=30,  # best@30 (Table "Best@k on EUREQA")
     eval_seeds=4,  # "averaged over 4 evaluation seeds" (appendix "EUREQA")
     chat_template_kwargs={"enable_thinking": False},  # Qwen3; authors' train.sh and evaluation
-    recipe=RECIPE,
     # its row of the paper's rho-vs-best@16 table (appendix "Reward Collinearity Predicts When VPO Helps")
     collinearity=CollinearityRow(
         position=3,

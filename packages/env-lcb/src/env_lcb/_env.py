@@ -64,7 +64,6 @@ class LcbEnv(LcbSearchMixin, TextEnv[Problem, str]):
         super().__init__(config, **options)
         self.filtered: dict[str, dict[str, int]] = {}
         """Rows skipped per split and reason (problems without tests), known once the split is loaded."""
-        self._tasks: dict[str, list[Task[Problem]]] = {}
         self._sandbox: Sandbox | None = None
 
     @property
@@ -74,23 +73,21 @@ class LcbEnv(LcbSearchMixin, TextEnv[Problem, str]):
             self._sandbox = Sandbox(workers=self.config.workers)
         return self._sandbox
 
-    def tasks(self, split: str) -> list[Task[Problem]]:
+    def _load_tasks(self, split: str) -> list[Task[Problem]]:
         """The problems of a split (tests capped at `max_tests`)."""
-        if split not in self._tasks:
-            problems = load_problems(
-                split,
-                source=self.config.source,
-                data_dir=self.config.data_dir,
-                max_tests=self.config.max_tests,
-                revision=self.config.revision,
-                hub_id=self.config.hub_id,
-                filtered=self.filtered.setdefault(split, {}),
-            )
-            self._tasks[split] = [
-                Task(id=f"lcb-v1/{split}/{i}", split=split, index=i, payload=p, metadata={"pid": p.pid})
-                for i, p in enumerate(problems)
-            ]
-        return self._tasks[split]
+        problems = load_problems(
+            split,
+            source=self.config.source,
+            data_dir=self.config.data_dir,
+            max_tests=self.config.max_tests,
+            revision=self.config.revision,
+            hub_id=self.config.hub_id,
+            filtered=self.filtered.setdefault(split, {}),
+        )
+        return [
+            Task(id=f"lcb-v1/{split}/{i}", split=split, index=i, payload=p, metadata={"pid": p.pid})
+            for i, p in enumerate(problems)
+        ]
 
     def data_source(self) -> dict[str, Any]:
         """Where the problems come from (Hub id, revision, resolved commit, local files and sha256), for a run's config."""

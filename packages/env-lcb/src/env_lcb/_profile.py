@@ -39,13 +39,13 @@ RECIPE = VerlRecipe(
     },
 )
 
-PROFILE = EnvProfile(
+PROFILE = EnvProfile.from_recipe(
+    RECIPE,
     # training rollouts and final evaluation at T = 0.8 (appendix "LiveCodeBench (case study)"); top-p is
     # not stated for LCB, so the appendix's general 1.0
-    train=Generation(temperature=0.8, top_p=1.0, max_new_tokens_single=4096, max_new_tokens_multi=4096),
+    train_temperature=0.8,
     eval=Generation(temperature=0.8, top_p=1.0, max_new_tokens_single=4096, max_new_tokens_multi=4096),
     eval_samples=30,  # "we sample 30 candidates per problem"
     eval_seeds=1,
     chat_template_kwargs={},  # Qwen2.5-Coder has no thinking mode
-    recipe=RECIPE,
 )

@@ -6,7 +6,6 @@ import hashlib
 import json
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -23,7 +22,7 @@ from vpo_core import Candidate, Message, Mode, RewardSpec, Task, TextEnv
 from vpo_core.env_options import check_fields
 from vpo_core.errors import ConfigError
 from vpo_core.multi_answer import render_numbered
-from vpo_core.tabular import OutcomeTable
+from vpo_core.types import OutcomeTable
 
 __all__ = ["MazeConfig", "MazeEnv"]
 
@@ -77,23 +76,16 @@ class MazeEnv(TextEnv[Maze, Route]):
 
     env_id = "maze-v1"
     reward_spec = MAZE_SPEC
+    splits = tuple(SPLITS)  # the generator's splits: ("train", "test")
     profile = PROFILE
     config_cls = MazeConfig
     config: MazeConfig
 
-    def __init__(self, config: MazeConfig | None = None, /, **options: Any) -> None:
-        super().__init__(config, **options)
-        self._tasks: dict[str, list[Task[Maze]]] = {}
-
     # --------------------------------------------------------------------------------- tasks
-    def tasks(self, split: str) -> list[Task[Maze]]:
-        """The paper's mazes of a split (generated once per process, deterministic)."""
-        if split not in SPLITS:
-            raise ValueError(f"unknown maze split {split!r}; choose one of {sorted(SPLITS)}.")
-        if split not in self._tasks:
-            seeds = split_seeds(split)[: self.config.train_size if split == "train" else self.config.test_size]
-            self._tasks[split] = [self._task(split, i, generate(seed)) for i, seed in enumerate(seeds)]
-        return self._tasks[split]
+    def _load_tasks(self, split: str) -> list[Task[Maze]]:
+        """The paper's mazes of a split (generated once per env by `tasks`, deterministic)."""
+        seeds = split_seeds(split)[: self.config.train_size if split == "train" else self.config.test_size]
+        return [self._task(split, i, generate(seed)) for i, seed in enumerate(seeds)]
 
     @staticmethod
     def _task(split: str, index: int, maze: Maze | None) -> Task[Maze]:

@@ -101,23 +101,15 @@ class MusiqueEnv(TextEnv[MusiqueTask, str]):
     config_cls = MusiqueConfig
     config: MusiqueConfig
 
-    def __init__(self, config: MusiqueConfig | None = None, /, **options: Any) -> None:
-        super().__init__(config, **options)
-        self._tasks: dict[str, list[Task[MusiqueTask]]] = {}
-
-    def tasks(self, split: str) -> list[Task[MusiqueTask]]:
+    def _load_tasks(self, split: str) -> list[Task[MusiqueTask]]:
         """Train = the train split; test = the hop-stratified 300 (``test_per_hop`` × 3) from validation."""
-        if split not in self.splits:
-            raise ValueError(f"unknown MuSiQue split {split!r}; choose one of {list(self.splits)}.")
-        if split not in self._tasks:
-            c = self.config
-            if split == "train":
-                rows = load_source_split("train", c.data_dir, c.revision, c.hub_id)
-            else:
-                validation = load_source_split("validation", c.data_dir, c.revision, c.hub_id)
-                rows = stratified_test(validation, per_hop=c.test_per_hop, seed=c.seed)
-            self._tasks[split] = [self._task(split, i, row) for i, row in enumerate(rows)]
-        return self._tasks[split]
+        c = self.config
+        if split == "train":
+            rows = load_source_split("train", c.data_dir, c.revision, c.hub_id)
+        else:
+            validation = load_source_split("validation", c.data_dir, c.revision, c.hub_id)
+            rows = stratified_test(validation, per_hop=c.test_per_hop, seed=c.seed)
+        return [self._task(split, i, row) for i, row in enumerate(rows)]
 
     def data_source(self) -> dict[str, Any]:
         """Where the data comes from (Hub id, revision, resolved commit, local files and sha256), for a run's config."""

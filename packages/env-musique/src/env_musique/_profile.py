@@ -29,22 +29,19 @@ RECIPE = VerlRecipe(
     sources={
         "model": 'paper, appendix "MuSiQue": "We train Qwen3-1.7B"',
         "n_gpus": 'paper, appendix "Compute Resources": one node of 4xH100 per run',
-        "train_batch": f"{_TRAIN}, per-domain batch sizes (Qwen <= 4B)",
-        "mini_batch": f"{_TRAIN}, per-domain batch sizes (Qwen <= 4B)",
-        "micro_batch": f"{_TRAIN}, per-domain batch sizes (Qwen <= 4B)",
-        "prompt_length": _AUTHORS,
-        "prompt_length_multi": _AUTHORS,
-        "prompt_length_goal": _AUTHORS,
-        "response_single": _AUTHORS,
-        "response_multi": _AUTHORS,
+        **dict.fromkeys(("train_batch", "mini_batch", "micro_batch"), f"{_TRAIN}, per-domain batch sizes (Qwen <= 4B)"),
+        **dict.fromkeys(
+            ("prompt_length", "prompt_length_multi", "prompt_length_goal", "response_single", "response_multi"),
+            _AUTHORS,
+        ),
         "epochs": 'paper, appendix "MuSiQue": "for one epoch across all methods"',
         "methods": 'paper, Table "Best@k on MuSiQue" and the n = 24 ablation table (GRPO, GDPO, random w)',
     },
 )
 
-PROFILE = EnvProfile(
+PROFILE = EnvProfile.from_recipe(
     # training rollouts: T = 1.0, top-p 1.0 (appendix "Training Setup"); budgets = the veRL response lengths
-    train=Generation(temperature=1.0, top_p=1.0, max_new_tokens_single=512, max_new_tokens_multi=1024),
+    RECIPE,
     # final evaluation: T = 0.7, top-p 1.0 (appendix "Final-evaluation sampling"); 1024 tokens as the
     # authors' MuSiQue evaluation (vpo_tasks/musique.py, add_eval_args max_tokens=1024)
     eval=Generation(temperature=0.7, top_p=1.0, max_new_tokens_single=1024, max_new_tokens_multi=1024),
@@ -52,7 +49,6 @@ PROFILE = EnvProfile(
     eval_seeds=1,
     chat_template_kwargs={"enable_thinking": False},  # Qwen3; authors' train.sh and evaluation
     report_dims=("answer_f1",),  # the F1@30 column of Table "Best@k on MuSiQue"
-    recipe=RECIPE,
     # its row of the paper's rho-vs-best@16 table (appendix "Reward Collinearity Predicts When VPO Helps")
     collinearity=CollinearityRow(
         position=2,

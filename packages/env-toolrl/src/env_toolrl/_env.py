@@ -96,20 +96,14 @@ class ToolRLEnv(TextEnv[ToolTask, str]):
     config_cls = ToolRLConfig
     config: ToolRLConfig
 
-    def __init__(self, config: ToolRLConfig | None = None, /, **options: Any) -> None:
-        super().__init__(config, **options)
-        self._tasks: dict[str, list[Task[ToolTask]]] = {}
-
     def data_source(self) -> dict[str, Any]:
         """Where the data comes from (upstream repository and ref, local files and sha256), for a run's config."""
         return data_source(self.config.data_dir, self.config.revision)
 
-    def tasks(self, split: str) -> list[Task[ToolTask]]:
+    def _load_tasks(self, split: str) -> list[Task[ToolTask]]:
         """The rows of a split (3,920 train / 80 test upstream), in file order."""
-        if split not in self._tasks:
-            rows = load_rows(split, self.config.data_dir, self.config.revision)
-            self._tasks[split] = [self._task(split, i, row) for i, row in enumerate(rows)]
-        return self._tasks[split]
+        rows = load_rows(split, self.config.data_dir, self.config.revision)
+        return [self._task(split, i, row) for i, row in enumerate(rows)]
 
     @staticmethod
     def _task(split: str, index: int, row: dict[str, Any]) -> Task[ToolTask]:

@@ -29,29 +29,25 @@ RECIPE = VerlRecipe(
     sources={
         "model": 'paper, appendix "ToolRL": "We train Qwen3-1.7B"',
         "n_gpus": 'paper, appendix "Compute Resources": one node of 4xH100 per run',
-        "train_batch": f"{_TRAIN}, per-domain batch sizes (Qwen <= 4B)",
-        "mini_batch": f"{_TRAIN}, per-domain batch sizes (Qwen <= 4B)",
-        "micro_batch": f"{_TRAIN}, per-domain batch sizes (Qwen <= 4B)",
+        **dict.fromkeys(("train_batch", "mini_batch", "micro_batch"), f"{_TRAIN}, per-domain batch sizes (Qwen <= 4B)"),
         "prompt_length": f"{_AUTHORS} (ToolRL system prompts carry the tool schemas: long)",
         "prompt_length_multi": f"{_AUTHORS} (4352 leaves room for the m-answer block)",
         "prompt_length_goal": f"{_AUTHORS} (4352 leaves room for the weight suffix)",
-        "response_single": _AUTHORS,
-        "response_multi": _AUTHORS,
+        **dict.fromkeys(("response_single", "response_multi"), _AUTHORS),
         "epochs": "authors' PAPER_REPRO.md §3.4 (20 epochs, about 620 steps); the paper is silent",
         "methods": 'paper, Table "Best@k on ToolRL"',
     },
 )
 
-PROFILE = EnvProfile(
+PROFILE = EnvProfile.from_recipe(
     # training rollouts: T = 1.0, top-p 1.0 (appendix "Training Setup"); budgets = the veRL response lengths
-    train=Generation(temperature=1.0, top_p=1.0, max_new_tokens_single=1024, max_new_tokens_multi=2048),
+    RECIPE,
     # final evaluation: T = 0.7, top-p 0.95 (appendix "Final-evaluation sampling"); 1024 tokens single as
     # the authors' evaluation (vpo_tasks/tool.py max_tokens=1024), the training budget 2048 for three answers
     eval=Generation(temperature=0.7, top_p=0.95, max_new_tokens_single=1024, max_new_tokens_multi=2048),
     eval_samples=30,  # best@30 (Table "Best@k on ToolRL")
     eval_seeds=4,  # "averaged over 4 evaluation seeds" (appendix "ToolRL")
     chat_template_kwargs={"enable_thinking": False},  # Qwen3; authors' train.sh and evaluation
-    recipe=RECIPE,
     # its row of the paper's rho-vs-best@16 table (appendix "Reward Collinearity Predicts When VPO Helps")
     collinearity=CollinearityRow(
         position=4,

@@ -163,23 +163,18 @@ class UltrafeedbackEnv(TextEnv[Prompt, str]):
 
     def __init__(self, config: UltrafeedbackConfig | None = None, /, **options: Any) -> None:
         super().__init__(config, **options)
-        self._tasks: dict[str, list[Task[Prompt]]] = {}
         self._scorer: RewardScorer | None = None
 
     # ---------------------------------------------------------------------------------- data
-    def tasks(self, split: str) -> list[Task[Prompt]]:
-        """The tasks of `split` (``train`` or ``test``), in hash order of their instructions."""
-        if split not in self.splits:
-            raise ValueError(f"unknown split {split!r}; choose one of {list(self.splits)}.")
-        if not self._tasks:
-            c = self.config
-            rows, where = load_rows(c.data_dir, c.revision)
-            splits = make_splits(parse_rows(rows, where), c.test_size, c.train_size)
-            for name, prompts in splits.items():
-                self._tasks[name] = [
-                    Task(id=f"{self.env_id}/{p.key}", split=name, index=i, payload=p) for i, p in enumerate(prompts)
-                ]
-        return self._tasks[split]
+    def _load_tasks(self, split: str) -> dict[str, list[Task[Prompt]]]:
+        """The tasks of both splits, in hash order of their instructions (one read; `tasks` caches them)."""
+        c = self.config
+        rows, where = load_rows(c.data_dir, c.revision)
+        splits = make_splits(parse_rows(rows, where), c.test_size, c.train_size)
+        return {
+            name: [Task(id=f"{self.env_id}/{p.key}", split=name, index=i, payload=p) for i, p in enumerate(prompts)]
+            for name, prompts in splits.items()
+        }
 
     def data_source(self) -> dict[str, Any]:
         """The dataset: local folder or Hub id and revision."""

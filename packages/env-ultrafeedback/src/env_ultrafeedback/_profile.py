@@ -36,9 +36,7 @@ RECIPE = VerlRecipe(
     sources={
         "model": 'paper, Table "Best@k on UltraFeedback" (Qwen3-4B rows)',
         "n_gpus": 'paper, appendix "Compute Resources": one node of 4xH100 per run',
-        "train_batch": _STACK,
-        "mini_batch": _STACK,
-        "micro_batch": _STACK,
+        **dict.fromkeys(("train_batch", "mini_batch", "micro_batch"), _STACK),
         "prompt_length": _CHOICE,
         "prompt_length_multi": _CHOICE + "; +256 tokens for the m-reply instruction",
         "prompt_length_goal": _CHOICE + "; +256 tokens for the weight suffix",
@@ -49,17 +47,16 @@ RECIPE = VerlRecipe(
     },
 )
 
-PROFILE = EnvProfile(
+PROFILE = EnvProfile.from_recipe(
     # training rollouts: T = 1.0, top-p 1.0 (paper appendix "Training Setup"; authors' stack);
     # budgets = the veRL response lengths
-    train=Generation(temperature=1.0, top_p=1.0, max_new_tokens_single=1024, max_new_tokens_multi=2048),
+    RECIPE,
     # final evaluation: T = 0.7 (every domain of the paper's final evaluation), top-p 1.0 (Maze/MuSiQue's;
     # the paper gives none for UltraFeedback: a choice)
     eval=Generation(temperature=0.7, top_p=1.0, max_new_tokens_single=1024, max_new_tokens_multi=2048),
     eval_samples=50,  # pools of 200 prompts × 50 samples (appendix "Reward Collinearity ...")
     eval_seeds=1,
     chat_template_kwargs={"enable_thinking": False},  # Qwen3; authors' train.sh and evaluation
-    recipe=RECIPE,
     # its row of the paper's rho-vs-best@16 table (appendix "Reward Collinearity Predicts When VPO Helps")
     collinearity=CollinearityRow(
         position=5,
@@ -70,5 +67,6 @@ PROFILE = EnvProfile(
         best_vpo=0.767,
         best_grpo=0.772,
         delta=-0.004,
+        outcome="tie",  # the paper: here "VPO roughly matches GRPO" (a tie, not a loss)
     ),
 )

@@ -37,7 +37,7 @@ from vpo_core.normalizers import (
     normalizer_of,
 )
 from vpo_core.objectives import GROUPS_PER_BLOCK, ObjectiveInputs, objective_of
-from vpo_core.qmc import check_weight_options
+from vpo_core.weights import check_weight_options
 
 __all__ = [
     "GroupLayout",
@@ -113,9 +113,8 @@ def rollout_scalars(
         alpha: Dirichlet concentration.
         goal_weights: goal_cond only (and required there): the weights written into each group's
             prompt, shape (B, d) (`vpo_core.methods.task_goal_weights`).
-        weight_sampler: How vpo and random_w draw the group-shared weights: ``"dirichlet"`` (iid
-            Dir(alpha), the paper's) or ``"sobol"`` (scrambled Sobol points mapped onto the simplex,
-            `vpo_core.qmc`; d <= 21).
+        weight_sampler: How vpo and random_w draw the group-shared weights: a name of
+            `vpo_core.weights.WEIGHT_SAMPLERS` (``"dirichlet"``, iid Dir(alpha), the paper's).
 
     Returns:
         Scalars, shape (B, G); for gdpo the per-dimension rewards, shape (B, G, d).
@@ -124,7 +123,7 @@ def rollout_scalars(
         ValueError: On bad shapes or values, an option the method does not read, or scalars that
             overflow float64; a `vpo_core.errors.ConfigError` (a ValueError) for alpha, num_weights or
             weight_sampler out of range, or K so large that the estimator's arrays would exceed
-            `vpo_core.weights.MAX_DRAW_BYTES` (`vpo_core.qmc.check_weight_options`).
+            `vpo_core.weights.MAX_DRAW_BYTES` (`vpo_core.weights.check_weight_options`).
     """
     spec = get_method(method)
     objective = objective_of(spec)
@@ -296,8 +295,8 @@ def compute_advantages(
         response_lengths: gdpo only: valid tokens per rollout, shape (B, G), for token-weighted whitening.
         gdpo_weights: gdpo only: channel weights, shape (d,).
         divide_by_n: maxrl only: divide by G (veRL's official form).
-        weight_sampler: vpo and random_w: ``"dirichlet"`` (iid draws, the paper's) or ``"sobol"``
-            (quasi-Monte Carlo: scrambled Sobol points mapped onto Dir(alpha), `vpo_core.qmc`).
+        weight_sampler: vpo and random_w: a name of `vpo_core.weights.WEIGHT_SAMPLERS` (``"dirichlet"``,
+            iid draws, the paper's).
 
     Returns:
         Advantages, shape (B, G), one per rollout (broadcast to its tokens by the engine); never NaN.

@@ -10,15 +10,16 @@ on an on-policy rollout pool of the trained checkpoint:
   maximum over 16 candidates per prompt, averaged over prompts (multi-answer pools use the chain
   protocol of `vpo_core.evaluation.metrics.best_at_k_of_pool`, as the evaluation app does).
 
-VPO wins best@16 on the four domains whose ρ̄ stays well below 1 and ties on UltraFeedback
-(ρ̄ = 0.95 under VPO, 0.82 under GRPO). The paper gives no threshold; the verdict here uses two
-documented cut-offs between its rows: ToolRL (ρ̄ 0.62 under GRPO, 0.86 under VPO) still wins, and
-UltraFeedback (0.82, 0.95) does not, so one sharp number cannot separate them. ρ̄ below
-`IN_REGIME_BELOW` (0.7) reads "in VPO's regime", at or above `COLLINEAR_FROM` (0.9) "near-collinear:
-effectively scalar", and in between "borderline" (both cut-offs are options of apps/diagnose.py).
+VPO wins best@16 where ρ̄ stays well below 1 and ties where the on-policy components are
+near-collinear. The paper gives no threshold; the verdict uses two cut-offs placed between the
+paper's rows: ρ̄ below `IN_REGIME_BELOW` (0.7) reads "in VPO's regime", at or above
+`COLLINEAR_FROM` (0.9) "near-collinear: effectively scalar", and in between "borderline" (both
+cut-offs are options of apps/diagnose.py). One sharp number cannot separate the rows: a winning
+domain's ρ̄ under VPO and a tying domain's under GRPO both fall in the borderline band.
 
 The paper's rows of that table belong to their domains: each env's profile carries its own
-(`vpo_core.profile.CollinearityRow`), and `paper_rows` collects them from the installed envs.
+(`vpo_core.profile.CollinearityRow`, with the paper's outcome), and `paper_rows` collects them from
+the installed envs. The verdict cites the rows whose ρ̄ falls in its band, so this module names no domain.
 """
 
 from __future__ import annotations
@@ -44,15 +45,18 @@ __all__ = [
     "diagnose_pool",
     "format_table",
     "paper_rows",
+    "rows_in_band",
     "task_w_stars",
     "verdict",
 ]
 
 IN_REGIME_BELOW = 0.7
-"""ρ̄ below this: VPO's regime (the paper's winning rows under the scalar policy reach 0.62)."""
+"""ρ̄ below this: VPO's regime (above the paper's winning rows' ρ̄ under the scalar policy)."""
 
 COLLINEAR_FROM = 0.9
-"""ρ̄ at or above this: near-collinear (UltraFeedback under VPO: 0.95)."""
+"""ρ̄ at or above this: near-collinear (the paper's tying row reaches it under VPO)."""
+
+_OUTCOME_TEXT = {"win": "a VPO win", "tie": "a tie", "loss": "a VPO loss"}
 
 
 def paper_rows() -> list[CollinearityRow]:
@@ -167,13 +171,41 @@ def diagnose_pool(
     )
 
 
-def verdict(rho: float, *, in_regime_below: float = IN_REGIME_BELOW, collinear_from: float = COLLINEAR_FROM) -> str:
+def rows_in_band(rows: Sequence[CollinearityRow], low: float, high: float) -> list[CollinearityRow]:
+    """The rows with a ρ̄ (under VPO or under GRPO) in ``[low, high)``, in the paper's order."""
+    return sorted(
+        (row for row in rows if any(low <= rho < high for rho in (row.rho_vpo, row.rho_grpo))),
+        key=lambda row: row.position,
+    )
+
+
+def _cited(rows: Sequence[CollinearityRow]) -> str:
+    """``"A, a VPO win, and B, a tie"``: each row's domain with its outcome."""
+    parts = [f"{row.domain}, {_OUTCOME_TEXT[str(row.outcome)]}" for row in rows]
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + ", and " + parts[-1]
+
+
+def _cited_names(rows: Sequence[CollinearityRow]) -> str:
+    names = [row.domain for row in rows]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def verdict(
+    rho: float,
+    *,
+    in_regime_below: float = IN_REGIME_BELOW,
+    collinear_from: float = COLLINEAR_FROM,
+    rows: Sequence[CollinearityRow] | None = None,
+) -> str:
     """One line: is a domain with on-policy ρ̄ = `rho` in VPO's regime?
+
+    The near-collinear and borderline verdicts cite the paper's rows whose ρ̄ falls in their band.
 
     Args:
         rho: On-policy ρ̄ (NaN: fewer than two dimensions vary).
         in_regime_below: ρ̄ below this is in VPO's regime.
         collinear_from: ρ̄ at or above this is near-collinear.
+        rows: The paper's rows to cite (default: `paper_rows`, those of the installed envs).
 
     Returns:
         The verdict.
@@ -184,15 +216,20 @@ def verdict(rho: float, *, in_regime_below: float = IN_REGIME_BELOW, collinear_f
         return "undetermined: fewer than two reward dimensions vary on this pool (the reward is effectively scalar)"
     if rho < in_regime_below:
         return f"in VPO's regime: ρ̄ = {rho:.2f} < {in_regime_below:g}, the reward components compete"
+    rows = paper_rows() if rows is None else rows
     if rho >= collinear_from:
+        ties = [row for row in rows_in_band(rows, collinear_from, math.inf) if row.outcome == "tie"]
         return (
             f"not in VPO's regime: ρ̄ = {rho:.2f} >= {collinear_from:g}, the components are near-collinear "
-            "(effectively one scalar; expect VPO to tie scalar GRPO, as on UltraFeedback)"
+            "(effectively one scalar; expect VPO to tie scalar GRPO"
+            + (f", as on {_cited_names(ties)})" if ties else ")")
         )
-    return (
-        f"borderline: {in_regime_below:g} <= ρ̄ = {rho:.2f} < {collinear_from:g} (the paper's ToolRL, a VPO win, "
-        "and UltraFeedback, a tie, both have a row in this band)"
-    )
+    band = rows_in_band(rows, in_regime_below, collinear_from)
+    text = f"borderline: {in_regime_below:g} <= ρ̄ = {rho:.2f} < {collinear_from:g}"
+    if not band:
+        return text
+    have = "has" if len(band) == 1 else "both have" if len(band) == 2 else "all have"
+    return f"{text} (the paper's {_cited(band)}, {have} a row in this band)"
 
 
 def _fmt(x: float | None, digits: int) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from abc import ABC, abstractmethod
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar
 
@@ -20,8 +20,7 @@ from vpo_core.methods import check_mode_m
 from vpo_core.multi_answer import dedupe_reward_rows
 from vpo_core.profile import EnvProfile
 from vpo_core.spec import RewardSpec
-from vpo_core.tabular.table import OutcomeTable
-from vpo_core.types import Candidate, Message, Mode, Task
+from vpo_core.types import Candidate, Message, Mode, OutcomeTable, Task
 
 __all__ = ["ScoredCompletion", "TextEnv", "goal_suffix"]
 
@@ -75,7 +74,7 @@ class TextEnv(ABC, Generic[P, A]):
     Subclasses set `env_id` (equal to their ``vpo.envs`` entry-point name) and `reward_spec`, declare
     their options as one frozen dataclass, `config_cls` (the reasoning-gym pattern; its fields are the
     ``env.<key>=`` options of the command lines, checked by `vpo_core.env_options`), and implement
-    `tasks`, `_render_prompt`, `_parse` and `reward`. The constructor takes a config record or its fields
+    `_load_tasks` (or `tasks`), `_render_prompt`, `_parse` and `reward`. The constructor takes a config record or its fields
     as keywords (``vpo_core.make(env_id, **options)`` passes them through) and keeps the record as
     `config`; an env pickles as its config's fields and is rebuilt from them on unpickling (caches,
     loaded data and sandbox workers are not shipped). A subclass that sets no `config_cls` takes no
@@ -121,9 +120,9 @@ class TextEnv(ABC, Generic[P, A]):
         self.config = config
 
     def __getstate__(self) -> dict[str, Any]:
-        """The config's fields (without `config_cls`: the instance dict, as Python's default pickling)."""
+        """The config's fields (without `config_cls`: the instance dict but the task cache)."""
         if type(self).config_cls is None:
-            return dict(self.__dict__)
+            return {key: value for key, value in self.__dict__.items() if key != "_task_cache"}
         return {f.name: getattr(self.config, f.name) for f in dataclasses.fields(self.config)}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -133,18 +132,59 @@ class TextEnv(ABC, Generic[P, A]):
             return
         self.__init__(**state)  # type: ignore[misc]
 
-    # ----------------------------------------------------------------------------------- abstract
-    @abstractmethod
+    # -------------------------------------------------------------------------------------- tasks
     def tasks(self, split: str) -> Sequence[Task[P]]:
-        """All tasks of a split, deterministic and index-addressable.
+        """All tasks of a split, deterministic and index-addressable, loaded once per env.
+
+        The first call for a split checks its name and calls `_load_tasks`; later calls return the
+        same object from the env's cache (never pickled: loading stays lazy, and an unpickled env
+        loads again). Two threads loading one split at once may both call the hook; both get
+        the first stored result.
 
         Args:
             split: One of `splits`.
 
         Returns:
             The tasks, in a fixed order; ``tasks(split)[i].index == i``.
-        """
 
+        Raises:
+            ValueError: If `split` is not one of `splits`.
+        """
+        if split not in self.splits:
+            env_id = getattr(self, "env_id", type(self).__name__)
+            raise ValueError(f"unknown {env_id} split {split!r}; choose one of {list(self.splits)}.")
+        cache: dict[str, Sequence[Task[P]]] = self.__dict__.setdefault("_task_cache", {})
+        if split not in cache:
+            loaded = self._load_tasks(split)
+            if isinstance(loaded, Mapping):
+                if split not in loaded:
+                    raise ValueError(
+                        f"{type(self).__name__}._load_tasks({split!r}) returned the splits {list(loaded)}, "
+                        f"not {split!r}; return its tasks or a mapping that holds them."
+                    )
+                for name, tasks in loaded.items():
+                    cache.setdefault(name, tasks)
+            else:
+                cache.setdefault(split, loaded)
+        return cache[split]
+
+    def _load_tasks(self, split: str) -> Sequence[Task[P]] | Mapping[str, Sequence[Task[P]]]:
+        """Domain hook for `tasks`: load or generate the tasks of a split (its name already checked).
+
+        Called once per split and env (`tasks` caches the result), so it may be slow: read files,
+        download, generate. Envs whose data yields every split at once (a shared shuffle) return a
+        mapping of split name to tasks; the cache keeps them all and the hook is not called again.
+
+        Args:
+            split: One of `splits`.
+
+        Returns:
+            The split's tasks in a fixed order with ``[i].index == i``, or a mapping that holds them
+            under `split` (and other splits' tasks under their names).
+        """
+        raise NotImplementedError(f"{type(self).__name__} implements neither _load_tasks(split) nor tasks(split).")
+
+    # ----------------------------------------------------------------------------------- abstract
     @abstractmethod
     def _render_prompt(self, task: Task[P], mode: Mode, m: int) -> list[Message]:
         """Domain hook for `render_prompt` (arguments already validated)."""
@@ -220,7 +260,7 @@ class TextEnv(ABC, Generic[P, A]):
         """Every distinct outcome of the task with an answer text for each, or None (the default).
 
         Envs whose outcomes can be enumerated override it for the tabular mechanism study
-        (`vpo_core.tabular`): one answer per achievable reward vector plus `invalid` answers that
+        (`vpo_lab.tabular`): one answer per achievable reward vector plus `invalid` answers that
         score the env's floor; ``score`` of each answer text must give its stored reward.
 
         Args:

@@ -15,7 +15,10 @@ its weights are written into the prompt. Two rules live here and nowhere else: h
 fixes m (`check_mode_m`, `Method.resolve_m`) and which goal weights a goal-conditioned prompt gets
 (`goal_weights`, and `task_goal_weights` for a batch of tasks). `vpo_core.compute_advantages`, both
 engines and the apps read these records: an entry point resolves a name once (`get_method`) and
-passes the `Method` on. docs/adding-a-method.md walks through adding a method with its own normaliser.
+passes the `Method` on. A method of another package is found through the ``vpo.methods`` entry-point
+group: `METHODS` loads the entry point of a name when it is first looked up, so ``method=<name>`` works in
+any process without importing the package first (`vpo_core.plugins`). docs/adding-a-method.md walks
+through adding a method with its own normaliser.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from typing import Any, Literal, TypeVar
 import numpy as np
 from numpy.typing import NDArray
 
+from vpo_core.plugins import Registry
 from vpo_core.weights import dirichlet_weights
 
 __all__ = [
@@ -193,7 +197,9 @@ class Method:
         return task_goal_weights(dims, task_ids, seed=seed) if self.goal_prompt else None
 
 
-METHODS: dict[str, Method] = {}
+METHODS: Registry[Method] = Registry("method", "vpo.methods", Method)
+"""Method name -> `Method`: vpo-core's own (built in, below) and those other packages add through the
+``vpo.methods`` entry-point group, loaded when first looked up (`vpo_core.plugins.Registry`)."""
 
 
 def register_method(
@@ -211,16 +217,19 @@ def register_method(
     Raises:
         ValueError: If the name is taken or the mode and default m do not fit together.
     """
-    if name in METHODS:
+    if name in METHODS.registered():
         raise ValueError(f"method {name!r} is already registered.")
     method = Method(name, mode, m, objective, normalizer, goal_prompt, description)
     method.resolve_m()
-    METHODS[name] = method
-    return method
+    return METHODS.register(name, method)
 
 
 def get_method(name: str | Method) -> Method:
     """Look up a method by name (a `Method` record is returned as it is, so entry points take either).
+
+    A name registered in this process is returned at once; otherwise the installed ``vpo.methods``
+    entry point of that name is loaded (its module imported) first, so a method of another package
+    needs no import before a run names it.
 
     Raises:
         ValueError: If the name is unknown; the message lists the valid names.
@@ -229,8 +238,11 @@ def get_method(name: str | Method) -> Method:
         return name
     try:
         return METHODS[name]
-    except (KeyError, TypeError):
-        raise ValueError(f"unknown method {name!r}; choose one of {sorted(METHODS)}.") from None
+    except KeyError:
+        raise ValueError(
+            f"unknown method {name!r}; choose one of {sorted(METHODS)} (another package adds one through "
+            "a 'vpo.methods' entry point)."
+        ) from None
 
 
 # The methods of the VPO paper (section 4.2 and appendix). Objectives: `vpo_core.objectives`; normalisers:
@@ -260,3 +272,4 @@ register_method("vpo_k1", mode="multi", m=3, objective="vpo_one_draw", normalize
                 description="control: VPO with K = 1 group-shared Dirichlet draw")  # fmt: skip
 register_method("vpo_unshared", mode="multi", m=3, objective="vpo_unshared", normalizer="zscore",
                 description="control: VPO with one Dirichlet draw per rollout, not shared by the group")  # fmt: skip
+METHODS.seal_builtins()  # an entry point may add methods, not replace these

@@ -18,8 +18,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from vpo_core._checks import finite_array
 from vpo_core.methods import OBJECTIVES, Method, register_objective
-from vpo_core.qmc import sobol_weights
-from vpo_core.weights import KeyedWeights, group_weights
+from vpo_core.weights import WEIGHT_SAMPLERS, KeyedWeights
 
 __all__ = [
     "GROUPS_PER_BLOCK",
@@ -137,7 +136,8 @@ class ObjectiveInputs:
         num_weights: K, vpo's draws per group.
         alpha: Dirichlet concentration (vpo, random_w).
         goal_weights: goal_cond's prompt weights, shape (B, d), or None.
-        weight_sampler: ``"dirichlet"`` (iid draws) or ``"sobol"`` (scrambled Sobol points, `vpo_core.qmc`).
+        weight_sampler: A name of `vpo_core.weights.WEIGHT_SAMPLERS`: how vpo and random_w draw the
+            group-shared weights (``"dirichlet"``, iid draws, or e.g. ``"sobol"``, `vpo_core.qmc`).
     """
 
     w_star: NDArray[np.float64]
@@ -149,12 +149,12 @@ class ObjectiveInputs:
     weight_sampler: str = "dirichlet"
 
     def draw(self, d: int, k: int, keys: Sequence[Hashable], draws: KeyedWeights | None = None) -> NDArray[np.float64]:
-        """K group-shared Dir(alpha) weights per key from the configured sampler, shape (len(keys), k, d)."""
-        if self.weight_sampler == "sobol":
-            return sobol_weights(d, k, keys, alpha=self.alpha, seed=self.seed)
-        if draws is not None:
-            return draws.weights(d, k, keys, alpha=self.alpha)
-        return group_weights(d, k, keys, alpha=self.alpha, seed=self.seed)
+        """K group-shared Dir(alpha) weights per key from the configured sampler, shape (len(keys), k, d).
+
+        `draws` are the run's keyed streams (`KeyedWeights` of `seed`), reused across blocks; None makes them.
+        """
+        streams = KeyedWeights(self.seed) if draws is None else draws
+        return WEIGHT_SAMPLERS[self.weight_sampler].draw(d, k, keys, streams, self.alpha)
 
 
 Objective = Callable[[NDArray[np.float64], ObjectiveInputs], NDArray[np.float64]]

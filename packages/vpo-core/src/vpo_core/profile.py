@@ -12,11 +12,15 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Literal
 
 from vpo_core.types import Mode
 
-__all__ = ["PAPER_M", "CollinearityRow", "EnvProfile", "Generation", "VerlRecipe"]
+__all__ = ["OUTCOMES", "PAPER_M", "CollinearityRow", "EnvProfile", "Generation", "VerlRecipe"]
+
+Outcome = Literal["win", "tie", "loss"]
+OUTCOMES: tuple[Outcome, ...] = ("win", "tie", "loss")
+"""How the paper reads a row of its collinearity table (`CollinearityRow.outcome`)."""
 
 PAPER_M = 3
 """The number of answers per completion in the paper's multi-answer runs."""
@@ -174,6 +178,10 @@ class CollinearityRow:
         best_grpo: best@16 of the GRPO checkpoint.
         delta: Δ = best@16 VPO − best@16 GRPO, as printed.
         source: Where the row is printed.
+        outcome: How the paper reads the row: ``"win"`` (VPO wins best@16), ``"tie"`` or ``"loss"``;
+            None (the default) reads it from the sign of `delta` (0 is a tie). A row whose small Δ
+            the paper calls a tie declares ``"tie"``. The diagnostic's verdict cites the rows in a
+            ρ̄ band with their outcomes. Never None after construction.
     """
 
     position: int
@@ -185,6 +193,7 @@ class CollinearityRow:
     best_grpo: float
     delta: float
     source: str = 'paper, appendix "Reward Collinearity Predicts When VPO Helps" (table of ρ̄ and best@16)'
+    outcome: Outcome | None = None
 
     def __post_init__(self) -> None:
         _check_positive("position", self.position)
@@ -198,6 +207,10 @@ class CollinearityRow:
         for name in ("rho_vpo", "rho_grpo"):
             if not -1 <= getattr(self, name) <= 1:
                 raise ValueError(f"{name} is a mean correlation in [-1, 1], got {getattr(self, name)!r}.")
+        if self.outcome is None:
+            object.__setattr__(self, "outcome", "win" if self.delta > 0 else "loss" if self.delta < 0 else "tie")
+        elif self.outcome not in OUTCOMES:
+            raise ValueError(f"outcome must be one of {OUTCOMES} (or None: the sign of delta), got {self.outcome!r}.")
 
 
 @dataclass(frozen=True)
@@ -215,9 +228,6 @@ class EnvProfile:
             the w*-score's (MuSiQue reports its answer-F1 dimension); default none.
         recipe: The paper's veRL settings, or None for an env outside the paper (the veRL adapter
             then uses its documented generic defaults).
-        experiments: Named recipes of the local engine's experiment runner (``apps/experiment.py
-            recipe=<name>``): option name -> value of `vpo_core.adapters.local.experiment.ExperimentConfig`;
-            default none.
         collinearity: The domain's row of the paper's ρ̄-vs-best@16 table, or None (a domain outside
             that table).
     """
@@ -229,15 +239,40 @@ class EnvProfile:
     chat_template_kwargs: Mapping[str, Any] = field(default_factory=dict)
     report_dims: tuple[str, ...] = ()
     recipe: VerlRecipe | None = None
-    experiments: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     collinearity: CollinearityRow | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "chat_template_kwargs", _frozen(self.chat_template_kwargs))
-        object.__setattr__(
-            self, "experiments", MappingProxyType({name: _frozen(opts) for name, opts in self.experiments.items()})
-        )
         for name in ("eval_samples", "eval_seeds"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name} must be a positive int, got {value!r}.")
+
+    @classmethod
+    def from_recipe(
+        cls, recipe: VerlRecipe, /, *, train_temperature: float = 1.0, train_top_p: float = 1.0, **fields: Any
+    ) -> EnvProfile:
+        """The profile of a paper domain: training rollouts budgeted as its veRL recipe's responses.
+
+        Every engine then trains with the same token budgets: `train` takes the recipe's
+        ``response_single`` and its multi-answer length for `PAPER_M` answers, and `recipe` is kept.
+
+        Args:
+            recipe: The domain's veRL settings.
+            train_temperature: Sampling temperature of training rollouts (the paper's 1.0 by default).
+            train_top_p: Nucleus mass of training rollouts (1.0 by default).
+            **fields: The other `EnvProfile` fields (`eval`, `eval_samples`, ...), not `train` or `recipe`.
+
+        Raises:
+            TypeError: If `fields` names `train` or `recipe`, or a field `EnvProfile` does not have.
+        """
+        clash = {"train", "recipe"} & set(fields)
+        if clash:
+            raise TypeError(f"from_recipe sets {sorted(clash)} from the recipe; pass the other EnvProfile fields.")
+        train = Generation(
+            temperature=train_temperature,
+            top_p=train_top_p,
+            max_new_tokens_single=recipe.response_single,
+            max_new_tokens_multi=recipe.response_length_for("multi", PAPER_M),
+        )
+        return cls(train=train, recipe=recipe, **fields)

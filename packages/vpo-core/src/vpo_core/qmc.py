@@ -32,6 +32,9 @@ centre to within 1 % anyway.
 
 Marginally every weight vector is Dir(alpha); jointly the K vectors of a group are negatively
 dependent (stratified), which is what lowers the variance of their average.
+
+`SOBOL` is the ``weight_sampler=sobol`` record of `vpo_core.weights.WEIGHT_SAMPLERS`; vpo-core's
+``vpo.weight_samplers`` entry point names it, so no engine imports this module to offer it.
 """
 
 from __future__ import annotations
@@ -43,23 +46,18 @@ import numpy as np
 from numpy.typing import NDArray
 
 from vpo_core.errors import ConfigError
-from vpo_core.weights import ALPHA_RANGE, LOG_SPACE_ALPHA, KeyedWeights, check_alpha, check_draw_size
+from vpo_core.weights import ALPHA_RANGE, LOG_SPACE_ALPHA, KeyedWeights, WeightSampler, check_alpha, check_draw_size
 
 __all__ = [
     "MAX_SOBOL_DIM",
+    "SOBOL",
     "SOBOL_ALPHA_RANGE",
-    "WEIGHT_SAMPLERS",
-    "check_weight_options",
-    "check_weight_sampler",
     "draw_bytes",
     "gamma_quantile",
     "log_gamma_quantile",
     "sobol_points",
     "sobol_weights",
 ]
-
-WEIGHT_SAMPLERS: tuple[str, ...] = ("dirichlet", "sobol")
-"""The weight samplers: iid Dirichlet draws (the paper's), or scrambled Sobol points mapped onto the simplex."""
 
 _BITS = 32
 
@@ -97,59 +95,14 @@ _LOG_TINY = -690.0
 """Below this log-quantile (x < 3e-300) P's small-x asymptote is exact to float64's resolution."""
 
 
-def check_weight_sampler(sampler: object) -> str:
-    """The sampler name, or a `ConfigError` (a ValueError) naming the choices."""
-    if not isinstance(sampler, str) or sampler not in WEIGHT_SAMPLERS:
-        raise ConfigError(f"weight_sampler must be one of {WEIGHT_SAMPLERS}, got {sampler!r}.")
-    return sampler
+def draw_bytes(d: int, k: int, groups: int) -> int:
+    """Bytes the Sobol weights of `groups` groups of K d-dimensional weights take at their peak.
 
-
-def draw_bytes(d: int, k: int, groups: int, sampler: str = "dirichlet") -> int:
-    """Bytes the weight draws of `groups` groups of K d-dimensional weights take at their peak.
-
-    Dirichlet: the (groups, d, K) float64 draws, three such arrays below `LOG_SPACE_ALPHA` (counted
-    always, as an upper bound). Sobol: the (groups, K, d, log2 K) uint64 digits of the scramble plus
-    ~12 float64 temporaries of the quantile per coordinate.
+    The (groups, K, d, log2 K) uint64 digits of the scramble plus ~12 float64 temporaries of the
+    quantile per coordinate.
     """
     n = int(groups) * int(d) * int(k)
-    if sampler == "sobol":
-        return 8 * n * (max(1, int(k - 1).bit_length()) + 12)
-    return 8 * 3 * n
-
-
-def check_weight_options(
-    alpha: object,
-    num_weights: object,
-    weight_sampler: object = "dirichlet",
-    *,
-    d: int = 1,
-    groups: int = 1,
-    rollouts: int = 1,
-) -> None:
-    """The weight options of a run, checked before anything is drawn: the one parse-time check.
-
-    Args:
-        alpha: Dirichlet concentration: in `vpo_core.weights.ALPHA_RANGE`, or `SOBOL_ALPHA_RANGE`
-            for the Sobol sampler.
-        num_weights: K, a positive int (below 2^32 for Sobol).
-        weight_sampler: ``"dirichlet"`` or ``"sobol"``.
-        d: Reward dimensions (1 when not known yet: the check is then a lower bound).
-        groups: Groups drawn at once (the VPO estimator draws 16 at a time, `vpo_core.objectives`).
-        rollouts: Scores per group and weight (G·m): the estimator's (groups, G, m, K) score array.
-
-    Raises:
-        ConfigError: Naming the option, the value and the limit, when any is out of range or the
-            estimator's arrays would exceed `vpo_core.weights.MAX_DRAW_BYTES`.
-    """
-    sampler = check_weight_sampler(weight_sampler)
-    check_alpha(alpha, limits=SOBOL_ALPHA_RANGE if sampler == "sobol" else ALPHA_RANGE)
-    if isinstance(num_weights, bool) or not isinstance(num_weights, int | np.integer) or num_weights < 1:
-        raise ConfigError(f"num_weights (K) must be a positive int, got {num_weights!r}.")
-    k = int(num_weights)
-    if sampler == "sobol":
-        _check_sobol(d, k)
-    total = draw_bytes(d, k, groups, sampler) + 8 * int(groups) * int(rollouts) * k
-    check_draw_size(total, f"num_weights={k} (K) with {groups} group(s) of {rollouts} scores and d={d}")
+    return 8 * n * (max(1, int(k - 1).bit_length()) + 12)
 
 
 def _direction_numbers(d: int) -> NDArray[np.uint64]:
@@ -235,7 +188,7 @@ def sobol_points(d: int, k: int, rng: np.random.Generator | None = None) -> NDAr
         plain, the sequence's exact dyadic values (point 0 is the origin).
     """
     _check_sobol(d, k)
-    check_draw_size(draw_bytes(d, k, 1, "sobol"), f"{k} Sobol points of d={d}")
+    check_draw_size(draw_bytes(d, k, 1), f"{k} Sobol points of d={d}")
     if rng is None:  # the identity matrix (no bits below the diagonal) and no shift
         plain = _scrambled_integers(k, np.zeros((1, d, _BITS), dtype=np.uint64), np.zeros((1, d), dtype=np.uint64))
         return plain[0].astype(np.float64) / 2.0**_BITS
@@ -401,10 +354,16 @@ def sobol_weights(
         Weights, shape (B, k, d); every row is non-negative and sums to 1, and row b depends only on
         ``(seed, keys[b], d, k, alpha)``.
     """
+    return _keyed_sobol_weights(d, k, keys, KeyedWeights(seed), alpha)
+
+
+def _keyed_sobol_weights(
+    d: int, k: int, keys: Sequence[Hashable], streams: KeyedWeights, alpha: float
+) -> NDArray[np.float64]:
+    """`sobol_weights` from the keys' streams (a `vpo_core.weights.WeightDraw`), shape (B, k, d)."""
     _check_sobol(d, k)
     value = check_alpha(alpha, limits=SOBOL_ALPHA_RANGE)
-    check_draw_size(draw_bytes(d, k, len(keys), "sobol"), f"{len(keys)} group(s) of K={k} Sobol weights of d={d}")
-    streams = KeyedWeights(seed)
+    check_draw_size(draw_bytes(d, k, len(keys)), f"{len(keys)} group(s) of K={k} Sobol weights of d={d}")
     below = np.empty((len(keys), d, _BITS), dtype=np.uint64)
     shift = np.empty((len(keys), d), dtype=np.uint64)
     for b, key in enumerate(keys):
@@ -420,3 +379,14 @@ def sobol_weights(
     else:  # the quantiles are at least 1e-99 here
         gammas = gamma_quantile(u, value)
     return gammas / gammas.sum(axis=-1, keepdims=True)
+
+
+SOBOL = WeightSampler(
+    name="sobol",
+    draw=_keyed_sobol_weights,
+    draw_bytes=draw_bytes,
+    alpha_range=SOBOL_ALPHA_RANGE,
+    check=_check_sobol,
+    description="scrambled Sobol points",
+)
+"""The ``sobol`` weight sampler: vpo-core's ``vpo.weight_samplers`` entry point names it (``weight_sampler=sobol``)."""

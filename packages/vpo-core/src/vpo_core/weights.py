@@ -15,32 +15,45 @@ with E ~ Exp(1); the weights are the softmax of those logarithms. The variates t
 for alpha around 1e-3 and below (each is below 1e-308 with probability ~exp(-709 alpha)), which used
 to leave a draw of all zeros; in log space the largest always wins, so the weights approach the
 simplex's vertices as alpha -> 0, the distribution's limit. alpha must lie in `ALPHA_RANGE`.
+
+How VPO and random_w draw a group's weights is a named `WeightSampler` (``weight_sampler=`` of every
+engine): `WEIGHT_SAMPLERS` holds ``dirichlet`` (the draws above, the paper's) and the samplers other
+modules add through the ``vpo.weight_samplers`` entry-point group, loaded when first named (vpo-core's
+own ``sobol``, `vpo_core.qmc`, arrives that way). `check_weight_options` checks a run's sampler, alpha
+and K against the named sampler's limits before anything is drawn.
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
 
 from vpo_core.errors import ConfigError
+from vpo_core.plugins import Registry
 
 __all__ = [
     "ALPHA_RANGE",
     "LOG_SPACE_ALPHA",
     "MAX_DRAW_BYTES",
+    "WEIGHT_SAMPLERS",
     "KeyedWeights",
+    "WeightSampler",
     "check_alpha",
     "check_draw_size",
+    "check_weight_options",
+    "check_weight_sampler",
     "dirichlet_weights",
     "group_gamma_draws",
     "group_weights",
     "key_string",
     "keyed_generator",
     "stable_seed",
+    "weight_sampler_help",
 ]
 
 
@@ -289,3 +302,111 @@ def dirichlet_weights(d: int, k: int, *, alpha: float = 1.0, seed: int = 0, key:
         Weights, shape (k, d), equal to ``group_weights(d, k, [key], alpha=alpha, seed=seed)[0]``.
     """
     return group_weights(d, k, [key], alpha=alpha, seed=seed)[0]
+
+
+# ------------------------------------------------------------------------ the weight samplers
+WeightDraw = Callable[[int, int, Sequence[Hashable], KeyedWeights, float], NDArray[np.float64]]
+"""``draw(d, k, keys, streams, alpha) -> weights (B, k, d)``: K weight vectors per key, drawn from the
+keys' streams (`KeyedWeights` of the run's seed), so every process gets the same weights for a key."""
+
+
+@dataclass(frozen=True)
+class WeightSampler:
+    """A named way to draw the K group-shared weight vectors of VPO (and random_w's one).
+
+    Attributes:
+        name: Registry name (the value of ``weight_sampler=``).
+        draw: The draws (`WeightDraw`): non-negative rows summing to 1, Dir(alpha·1_d) marginally.
+        draw_bytes: ``draw_bytes(d, k, groups)``: bytes the draws of `groups` groups take at their peak
+            (checked against `MAX_DRAW_BYTES` before a run draws anything).
+        alpha_range: The concentrations it accepts, inclusive.
+        check: ``check(d, k)`` raises a `ConfigError` naming a d or K it cannot draw (default: none).
+        description: What its weights are, a plural noun phrase for summaries (``"K = 100 <description>
+            per group"``).
+    """
+
+    name: str
+    draw: WeightDraw
+    draw_bytes: Callable[[int, int, int], int]
+    alpha_range: tuple[float, float] = ALPHA_RANGE
+    check: Callable[[int, int], None] | None = None
+    description: str = ""
+
+
+WEIGHT_SAMPLERS: Registry[WeightSampler] = Registry("weight sampler", "vpo.weight_samplers", WeightSampler)
+"""Sampler name -> `WeightSampler`: ``dirichlet`` built in, others from ``vpo.weight_samplers`` entry points."""
+
+
+def _dirichlet_draw(
+    d: int, k: int, keys: Sequence[Hashable], streams: KeyedWeights, alpha: float
+) -> NDArray[np.float64]:
+    return streams.weights(d, k, keys, alpha=alpha)
+
+
+def _dirichlet_bytes(d: int, k: int, groups: int) -> int:
+    """The (groups, d, K) float64 draws, three such arrays below `LOG_SPACE_ALPHA` (counted always: a bound)."""
+    return 8 * 3 * int(groups) * int(d) * int(k)
+
+
+WEIGHT_SAMPLERS.register(
+    "dirichlet",
+    WeightSampler(
+        name="dirichlet",
+        draw=_dirichlet_draw,
+        draw_bytes=_dirichlet_bytes,
+        description="Dirichlet draws",
+    ),
+)
+WEIGHT_SAMPLERS.seal_builtins()
+
+
+def weight_sampler_help() -> str:
+    """``"dirichlet or sobol (dirichlet: the paper's iid draws)"``: the installed samplers' names, for help texts.
+
+    Reads package metadata only: no sampler's module is imported.
+    """
+    names = list(WEIGHT_SAMPLERS)
+    return (", ".join(names[:-1]) + " or " + names[-1] if len(names) > 1 else names[0]) + (
+        " (dirichlet: the paper's iid draws)"
+    )
+
+
+def check_weight_sampler(sampler: object) -> str:
+    """The sampler's name, or a `ConfigError` (a ValueError) naming the installed samplers."""
+    if not isinstance(sampler, str) or sampler not in WEIGHT_SAMPLERS:
+        raise ConfigError(f"weight_sampler must be one of {tuple(WEIGHT_SAMPLERS)}, got {sampler!r}.")
+    return sampler
+
+
+def check_weight_options(
+    alpha: object,
+    num_weights: object,
+    weight_sampler: object = "dirichlet",
+    *,
+    d: int = 1,
+    groups: int = 1,
+    rollouts: int = 1,
+) -> None:
+    """The weight options of a run, checked before anything is drawn: the one parse-time check.
+
+    Args:
+        alpha: Dirichlet concentration, in the sampler's `WeightSampler.alpha_range`.
+        num_weights: K, a positive int (and one the sampler can draw).
+        weight_sampler: A name of `WEIGHT_SAMPLERS`.
+        d: Reward dimensions (1 when not known yet: the check is then a lower bound).
+        groups: Groups drawn at once (the VPO estimator draws 16 at a time, `vpo_core.objectives`).
+        rollouts: Scores per group and weight (G·m): the estimator's (groups, G, m, K) score array.
+
+    Raises:
+        ConfigError: Naming the option, the value and the limit, when any is out of range or the
+            estimator's arrays would exceed `MAX_DRAW_BYTES`.
+    """
+    sampler = WEIGHT_SAMPLERS[check_weight_sampler(weight_sampler)]
+    check_alpha(alpha, limits=sampler.alpha_range)
+    if isinstance(num_weights, bool) or not isinstance(num_weights, int | np.integer) or num_weights < 1:
+        raise ConfigError(f"num_weights (K) must be a positive int, got {num_weights!r}.")
+    k = int(num_weights)
+    if sampler.check is not None:
+        sampler.check(d, k)
+    total = sampler.draw_bytes(d, k, groups) + 8 * int(groups) * int(rollouts) * k
+    check_draw_size(total, f"num_weights={k} (K) with {groups} group(s) of {rollouts} scores and d={d}")

@@ -25,7 +25,7 @@ from vpo_core.evaluation.reporting import standard_errors
 from vpo_core.methods import goal_weights
 from vpo_core.types import Message, Task
 
-if TYPE_CHECKING:  # vpo_core.env imports the tabular study, which reads vpo_core.evaluation
+if TYPE_CHECKING:
     from vpo_core.env import TextEnv
 
 __all__ = [

@@ -12,9 +12,9 @@ from typing import Any
 from vpo_core.cli_config import option, parse_config
 from vpo_core.methods import METHODS, get_method
 from vpo_core.objectives import GROUPS_PER_BLOCK
-from vpo_core.qmc import check_weight_options
 from vpo_core.registry import DEFAULT_ENV
 from vpo_core.types import Mode
+from vpo_core.weights import check_weight_options, weight_sampler_help
 
 __all__ = ["LOGGERS", "TrainConfig", "parse_overrides"]
 
@@ -108,7 +108,7 @@ class TrainConfig:
     alpha: float = option(1.0, "Dirichlet concentration of the weight draws")
     weight_sampler: str = option(
         "dirichlet",
-        "how VPO/random_w draw the group's weights: dirichlet (iid, the paper's) or sobol (quasi-Monte Carlo)",
+        f"how VPO/random_w draw the group's weights: {weight_sampler_help()}",
     )
     std: str = option("population", "group std of the advantage normaliser: population or unbiased")
     max_new_tokens: int | None = option(

@@ -30,8 +30,8 @@ from vpo_core.cli_config import option, run_cli
 from vpo_core.errors import ConfigError, UserError
 from vpo_core.methods import METHODS, get_method
 from vpo_core.objectives import GROUPS_PER_BLOCK
-from vpo_core.qmc import check_weight_options
 from vpo_core.registry import DEFAULT_ENV
+from vpo_core.weights import check_weight_options, weight_sampler_help
 
 __all__ = ["Prepared", "TRLTrainConfig", "build_trainer", "main", "prepare", "run"]
 
@@ -63,7 +63,7 @@ class TRLTrainConfig:
     kl_coef: float = option(1e-3, "k3 KL coefficient against the initial model (TRL's beta)")
     num_weights: int = option(100, "weight draws per group (VPO, random_w)")
     alpha: float = option(1.0, "Dirichlet concentration of the weight draws")
-    weight_sampler: str = option("dirichlet", "dirichlet (iid, the paper's) or sobol (quasi-Monte Carlo)")
+    weight_sampler: str = option("dirichlet", weight_sampler_help())
     std: str = option("population", "group std of the advantage normaliser: population or unbiased")
     max_new_tokens: int | None = option(None, "token budget per completion; default: the env profile's")
     temperature: float | None = option(None, "rollout temperature; default: env.profile.train.temperature")

@@ -86,7 +86,7 @@ class VPOGRPOTrainer(GRPOTrainer):
         seed: Seed of the group-shared weights.
         num_weights: K (vpo).
         alpha: Dirichlet concentration (vpo, random_w).
-        weight_sampler: ``"dirichlet"`` or ``"sobol"``.
+        weight_sampler: A name of `vpo_core.weights.WEIGHT_SAMPLERS` (``"dirichlet"``, the paper's).
         std: z-score convention, ``"population"`` (the paper) or ``"unbiased"``.
         goal_weights: goal_cond only: each task's prompt weights by task index, shape (n_tasks, d).
         stop_strings: Texts that end a completion besides EOS (the env's answer end); empty: EOS and the budget.

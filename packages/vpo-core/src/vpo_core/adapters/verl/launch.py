@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from vpo_core.adapters.verl.recipes import LOGGERS, RUN_DEFAULTS, Cell, cell, overrides
-from vpo_core.qmc import check_weight_options
+from vpo_core.weights import WEIGHT_SAMPLERS, check_weight_options, weight_sampler_help
 
 __all__ = [
     "LEGACY_TRAINER",
@@ -88,7 +88,7 @@ Own keys (default):
   seed=INT             data order and group-shared Dirichlet weights (0)
   num_weights=INT      K, Dirichlet draws per group for VPO (100)
   alpha=FLOAT          Dirichlet concentration (1.0)
-  weight_sampler=NAME  dirichlet (iid draws) or sobol (quasi-Monte Carlo) (dirichlet)
+  weight_sampler=NAME  {weight_samplers} (dirichlet)
   k=INT                k of Max@k (max(2, n // 2))
   out=DIR              run directory: data/, checkpoints/, verl_config.yaml (runs/verl/<env>-<method>[-n<n>])
   logger=A,B           trackers among {loggers} (console)
@@ -99,7 +99,7 @@ Own keys (default):
   limit=INT            export only the first INT tasks of each split (smoke runs)
 env.KEY=VALUE passes KEY to the env's constructor (e.g. env.data_dir=/data/mine); any other
 section.key=value is a veRL override (unknown keys fail before launch).
-""".format(loggers=",".join(LOGGERS), **RUN_DEFAULTS)
+""".format(loggers=",".join(LOGGERS), weight_samplers=weight_sampler_help(), **RUN_DEFAULTS)
 
 
 def compose(overrides: list[str]) -> Any:
@@ -420,7 +420,7 @@ def summary(p: LaunchPlan) -> str:
     c = p.cell
     chat = ", ".join(f"{k}={v}" for k, v in c.chat_template_kwargs.items()) or "none"
     source = f"the paper recipe of {c.env_id}" if c.paper_recipe else "vpo-core's generic defaults (no recipe)"
-    draws = "Dirichlet draws" if p.options["weight_sampler"] == "dirichlet" else "scrambled Sobol points"
+    draws = WEIGHT_SAMPLERS[p.options["weight_sampler"]].description
     vpo = f"K = {p.options['num_weights']} {draws} per group, alpha {p.options['alpha']}, seed {p.options['seed']}"
     total = c.n_gpus * c.nnodes
     lines = [

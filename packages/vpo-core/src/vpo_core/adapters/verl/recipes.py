@@ -21,8 +21,8 @@ from typing import Any
 from vpo_core.env import TextEnv
 from vpo_core.methods import get_method
 from vpo_core.profile import EnvProfile, VerlRecipe
-from vpo_core.qmc import check_weight_sampler
 from vpo_core.registry import resolve_env_class
+from vpo_core.weights import check_weight_sampler
 
 __all__ = [
     "ESTIMATORS",
@@ -300,7 +300,7 @@ def overrides(
         seed: Seed of the data order and of the group-shared Dirichlet weights.
         num_weights: K, the Dirichlet draws per group (VPO).
         alpha: Dirichlet concentration.
-        weight_sampler: How VPO/random_w draw the group's weights: ``"dirichlet"`` or ``"sobol"`` (`vpo_core.qmc`).
+        weight_sampler: How VPO/random_w draw the group's weights: a name of `vpo_core.weights.WEIGHT_SAMPLERS`.
         k: The k of Max@k (default: the estimator's, max(2, n // 2)).
         logger: Trackers (`LOGGERS`).
         save_freq: Checkpoint every this many steps (and at the last step); -1 never.

@@ -19,8 +19,8 @@ from vpo_core.advantages import rollout_scalars
 from vpo_core.env import TextEnv
 from vpo_core.methods import get_method
 from vpo_core.metrics import reward_diversity
-from vpo_core.qmc import check_weight_sampler
 from vpo_core.registry import make
+from vpo_core.weights import check_weight_sampler
 
 __all__ = ["score_trajectory", "template_prefill"]
 
@@ -49,7 +49,7 @@ def score_trajectory(
         seed: Seed of the group-shared weights.
         num_weights: K.
         alpha: Dirichlet concentration.
-        weight_sampler: ``"dirichlet"`` or ``"sobol"`` (`vpo_core.qmc`).
+        weight_sampler: A name of `vpo_core.weights.WEIGHT_SAMPLERS`.
 
     Returns:
         ``{"reward_score": float, "reward_extra_info": {...}}``; extras have the same keys and

@@ -17,8 +17,8 @@ from numpy.typing import NDArray
 
 from vpo_core.advantages import compute_advantages
 from vpo_core.methods import get_method
-from vpo_core.tabular.policy import Adam, TabularPolicy
-from vpo_core.tabular.table import Candidates
+from vpo_lab.tabular.policy import Adam, TabularPolicy
+from vpo_lab.tabular.table import Candidates
 
 __all__ = [
     "AdvantageFn",

@@ -8,7 +8,7 @@
 2. one RL run per (method, seed) from that warm start (``model=<warm start> warmup_steps=0``);
 3. ``evaluate`` on every final model and every warm start (the paper's pools);
 4. the compact summary of each run (config, per-step metrics, pools as ``.npz``) copied into
-   ``out/``, where `vpo_core.adapters.local.experiment_report` turns it into tables with intervals.
+   ``out/``, where `vpo_lab.experiment_report` turns it into tables with intervals.
 
 Every job runs as a subprocess of the local engine's commands (``python -m vpo_core.adapters.local
 train|evaluate``, what ``apps/train.py`` and ``apps/evaluate.py`` run; no checkout needed) and leaves a
@@ -43,10 +43,13 @@ from typing import Any
 import numpy as np
 
 from vpo_core.cli_config import option, run_cli
+from vpo_core.errors import ConfigError
 from vpo_core.evaluation import load_pool, save_pool
 from vpo_core.methods import METHODS, get_method
-from vpo_core.qmc import check_weight_sampler
 from vpo_core.registry import DEFAULT_ENV
+from vpo_core.weights import check_weight_sampler
+from vpo_lab.experiment_report import write_report
+from vpo_lab.recipes import RECIPES
 
 __all__ = ["ExperimentConfig", "Job", "main", "plan", "recipe_options", "restore_warm_starts"]
 
@@ -75,7 +78,7 @@ class ExperimentConfig:
         "plus the ablation",
     )
     recipe: str = option(
-        "", "a named recipe the env declares (env.profile.experiments, e.g. v2); options given here override it"
+        "", "a named recipe of the env (vpo_lab.recipes, e.g. v2 of maze-v1); options given here override it"
     )
     warm_seeds: int = option(
         0, "distinct warm starts per (start, mode): RL seed s starts from warm start s % warm_seeds (0: one per seed)"
@@ -513,7 +516,7 @@ def _keep_marker(config: ExperimentConfig, job: Job) -> None:
 
 
 def recipe_options(argv: Sequence[str]) -> list[str]:
-    """The ``key=value`` options of the recipe named by ``recipe=`` (the env declares it), or none.
+    """The ``key=value`` options of the recipe named by ``recipe=`` (`vpo_lab.recipes`), or none.
 
     Args:
         argv: The command line; its last ``env=`` and ``recipe=`` are read.
@@ -522,18 +525,18 @@ def recipe_options(argv: Sequence[str]) -> list[str]:
         The recipe's options, to go before `argv` (so the command line overrides them).
 
     Raises:
-        KeyError: If the env declares no recipe of that name (the message lists those it declares).
+        ConfigError: If no recipe of that name is declared for the env (the message lists those that are).
     """
     found = {key: value for key, _, value in (arg.partition("=") for arg in argv) if key in ("env", "recipe")}
     name = found.get("recipe", "").strip()
     if not name:
         return []
-    import vpo_core
-
     env_id = found.get("env", DEFAULT_ENV)
-    recipes = vpo_core.make(env_id).profile.experiments
+    recipes = RECIPES.get(env_id, {})
     if name not in recipes:
-        raise KeyError(f"{env_id} declares no experiment recipe {name!r}; it declares {sorted(recipes) or 'none'}.")
+        raise ConfigError(
+            f"{env_id} declares no experiment recipe {name!r} (vpo_lab.recipes); it declares {sorted(recipes) or 'none'}."
+        )
     return [f"{key}={value}" for key, value in recipes[name].items()]
 
 
@@ -542,8 +545,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         recipe = recipe_options(argv)
-    except (KeyError, ValueError) as exc:
-        print(f"error: {exc.args[0] if exc.args else exc}", file=sys.stderr)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     config = run_cli(
         ExperimentConfig,
@@ -572,8 +575,6 @@ def main(argv: list[str] | None = None) -> int:
         collect(config, jobs)
         return 1
     index = collect(config, jobs)
-    from vpo_core.adapters.local.experiment_report import write_report
-
     report = write_report(index)
     print(f"wrote {index.parent}/ ({report.name})", file=sys.stderr)
     return 0

@@ -4,10 +4,11 @@ import numpy as np
 import pytest
 
 from vpo_core.multi_answer import dedupe_reward_rows
-from vpo_core.tabular import OutcomeTable, Start, TabularPolicy, evaluate_policy, stack_tables, train_policy
-from vpo_core.tabular.policy import Adam
-from vpo_core.tabular.study import arm, run_study
-from vpo_core.tabular.train import dedupe_rollouts, method_advantages
+from vpo_core.types import OutcomeTable
+from vpo_lab.tabular import Start, TabularPolicy, evaluate_policy, stack_tables, train_policy
+from vpo_lab.tabular.policy import Adam
+from vpo_lab.tabular.study import arm, run_study
+from vpo_lab.tabular.train import dedupe_rollouts, method_advantages
 
 W = np.full(3, 1 / 3)
 
@@ -155,7 +156,7 @@ def test_adam_ascends_the_objective():
     target = np.zeros_like(policy.a)
     target[:, 0, 0] = 1.0  # push candidate 0 up
     before = policy.a[:, 0, 0] - policy.a[:, 0, 1]
-    from vpo_core.tabular.policy import Gradient
+    from vpo_lab.tabular.policy import Gradient
 
     optimiser.step(Gradient(target, np.zeros(0, dtype=np.int64), np.zeros((0, policy.a.shape[2]))))
     assert np.all(policy.a[:, 0, 0] - policy.a[:, 0, 1] > before)

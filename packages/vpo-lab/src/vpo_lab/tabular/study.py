@@ -18,9 +18,9 @@ from numpy.typing import NDArray
 
 from vpo_core.methods import get_method
 from vpo_core.stats import paired_seed_interval, seed_interval
-from vpo_core.tabular.evaluate import EXPECTED_KS, evaluate_policy
-from vpo_core.tabular.table import Candidates, Start
-from vpo_core.tabular.train import AdvantageFn, method_advantages, train_policy
+from vpo_lab.tabular.evaluate import EXPECTED_KS, evaluate_policy
+from vpo_lab.tabular.table import Candidates, Start
+from vpo_lab.tabular.train import AdvantageFn, method_advantages, train_policy
 
 __all__ = ["Arm", "StudyResult", "arm", "run_study"]
 

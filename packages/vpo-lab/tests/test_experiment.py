@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 import vpo_core
-from vpo_core.adapters.local.experiment import ExperimentConfig, plan
-from vpo_core.adapters.local.experiment_report import per_task_metrics, summarise, write_report
 from vpo_core.metrics import best_at_k, best_at_k_chains, chain_pass_at_k, pareto_fraction
+from vpo_lab.experiment import ExperimentConfig, plan
+from vpo_lab.experiment_report import per_task_metrics, summarise, write_report
 
 
 def test_plan_shares_one_warm_start_per_mode_and_seed():
@@ -261,17 +261,43 @@ def test_bad_experiment_options_are_refused(options, message):
         ExperimentConfig(**options)
 
 
-def test_recipe_options_come_from_the_env_profile_and_the_command_line_wins():
-    from vpo_core.adapters.local.experiment import recipe_options
+def test_recipe_options_come_from_the_lab_recipes_and_the_command_line_wins(capsys):
+    from vpo_core.errors import ConfigError
+    from vpo_lab.experiment import main, recipe_options
+    from vpo_lab.recipes import RECIPES
 
     assert recipe_options(["env=maze-v1"]) == []
     options = recipe_options(["env=maze-v1", "recipe=v2"])
-    recipe = vpo_core.make("maze-v1").profile.experiments["v2"]
+    recipe = RECIPES["maze-v1"]["v2"]
     assert options == [f"{k}={v}" for k, v in recipe.items()]
     assert recipe["steps"] == 300
     assert recipe["eval_steps"] == "50,150"
-    with pytest.raises(KeyError, match="declares no experiment recipe 'v9'"):
+    with pytest.raises(ConfigError, match="declares no experiment recipe 'v9'"):
         recipe_options(["recipe=v9"])
+    with pytest.raises(ConfigError, match=r"musique-v1 declares no experiment recipe 'v2'.*none"):
+        recipe_options(["env=musique-v1", "recipe=v2"])
+    assert main(["env=maze-v1", "recipe=v9"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "error: maze-v1 declares no experiment recipe 'v9' (vpo_lab.recipes); it declares ['v2']."
+    )
+
+
+def test_the_v2_recipe_plans_its_grid_in_its_committed_folders(tmp_path, capsys):
+    """The recipe moved out of env-maze unchanged: its grid runs in runs/ and writes where the v2 results are."""
+    from vpo_lab.experiment import main
+
+    assert main(["env=maze-v1", "recipe=v2", f"work={tmp_path}", f"out={tmp_path}", "dry_run=true"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    names = {line.split()[1] for line in lines}
+    assert {"direct/warm-multi-seed0", "random/vpo-seed2", "eval/direct/vpo-seed0@step150"} <= names
+    assert all(line.startswith("todo ") for line in lines)
+    warm = next(line for line in lines if line.split()[1] == "direct/warm-multi-seed0")
+    assert "env.demonstrations=direct" in warm
+    assert "warmup_steps=1000 warmup_batch=32" in warm
+    from vpo_lab.recipes import RECIPES
+
+    recipe = RECIPES["maze-v1"]["v2"]
+    assert (recipe["work"], recipe["out"]) == ("runs/experiment-maze-v1-v2", "results/maze-v1-miniature-v2")
 
 
 def test_arms_of_starts_and_steps_pair_vpo_with_each_baseline_at_the_same_start_and_step(tmp_path):
@@ -316,7 +342,7 @@ def test_jobs_run_the_library_commands_and_markers_of_app_paths_still_count(tmp_
     import subprocess
     import sys
 
-    from vpo_core.adapters.local import experiment
+    from vpo_lab import experiment
 
     config = ExperimentConfig(
         methods="grpo", main_methods="grpo", main_seeds=1, ablation_options="", work=str(tmp_path)
@@ -352,7 +378,7 @@ def test_the_local_commands_module_dispatches_and_refuses_unknown_commands(capsy
 
 
 def test_warm_starts_made_on_a_gpu_count_on_the_cpu_and_only_warm_runs_the_warm_starts(tmp_path):
-    from vpo_core.adapters.local import experiment
+    from vpo_lab import experiment
 
     options = {"methods": "grpo,vpo", "main_methods": "grpo,vpo", "main_seeds": 1, "ablation_options": ""}
     gpu = ExperimentConfig(**options, work=str(tmp_path), warm_train="device=cuda warmup_steps=7", train="device=cuda")
@@ -385,7 +411,7 @@ def test_warm_starts_made_on_a_gpu_count_on_the_cpu_and_only_warm_runs_the_warm_
 
 
 def test_only_warm_runs_just_the_warm_starts_and_their_evaluations(capsys):
-    from vpo_core.adapters.local.experiment import main
+    from vpo_lab.experiment import main
 
     assert (
         main(["env=maze-v1", "methods=grpo,vpo", "main_seeds=1", "ablation_options=", "only=warm", "dry_run=true"]) == 0
@@ -401,7 +427,7 @@ def test_only_warm_runs_just_the_warm_starts_and_their_evaluations(capsys):
 
 
 def test_collect_only_summarises_the_finished_jobs_of_a_grid_and_runs_nothing(tmp_path):
-    from vpo_core.adapters.local.experiment import main
+    from vpo_lab.experiment import main
 
     tiny = [
         "env=maze-v1",
@@ -426,7 +452,7 @@ def test_collect_only_summarises_the_finished_jobs_of_a_grid_and_runs_nothing(tm
 
 
 def test_arms_sort_by_start_method_and_step_in_number_order():
-    from vpo_core.adapters.local.experiment_report import _arm_order
+    from vpo_lab.experiment_report import _arm_order
 
     arms = ["random:vpo@50", "direct:grpo@300", "direct:warm-single", "direct:grpo@50", "direct:grpo@150", "vpo"]
     assert sorted(arms, key=_arm_order) == [
@@ -442,7 +468,7 @@ def test_arms_sort_by_start_method_and_step_in_number_order():
 def test_a_fresh_clone_resumes_from_the_committed_results_and_its_kept_warm_starts(tmp_path, capsys):
     import shutil
 
-    from vpo_core.adapters.local.experiment import main
+    from vpo_lab.experiment import main
 
     tiny = [
         "env=maze-v1",
@@ -485,7 +511,7 @@ def test_a_fresh_clone_resumes_from_the_committed_results_and_its_kept_warm_star
 
 
 def test_a_warm_start_marked_done_in_out_without_its_model_is_redone(tmp_path):
-    from vpo_core.adapters.local.experiment import ExperimentConfig, _is_done, _kept_marker, _marker, plan
+    from vpo_lab.experiment import ExperimentConfig, _is_done, _kept_marker, _marker, plan
 
     config = ExperimentConfig(
         env="maze-v1", methods="grpo", main_seeds=1, ablation_options="", work=str(tmp_path / "w"), out=str(tmp_path)
@@ -501,7 +527,7 @@ def test_a_warm_start_marked_done_in_out_without_its_model_is_redone(tmp_path):
 
 
 def test_collecting_one_start_keeps_the_other_starts_records(tmp_path):
-    from vpo_core.adapters.local.experiment import ExperimentConfig, collect, plan
+    from vpo_lab.experiment import ExperimentConfig, collect, plan
 
     out = tmp_path / "out"
     (out / "pools").mkdir(parents=True)
@@ -518,7 +544,7 @@ def test_collecting_one_start_keeps_the_other_starts_records(tmp_path):
 
 
 def test_an_unfinished_runs_evaluations_are_collected_but_not_kept_as_done(tmp_path):
-    from vpo_core.adapters.local.experiment import ExperimentConfig, _marker, collect, plan
+    from vpo_lab.experiment import ExperimentConfig, _marker, collect, plan
 
     config = ExperimentConfig(
         env="maze-v1", methods="grpo", main_seeds=1, ablation_options="", steps=10, eval_steps="5",
@@ -538,7 +564,7 @@ def test_an_unfinished_runs_evaluations_are_collected_but_not_kept_as_done(tmp_p
 def test_a_run_that_runs_again_has_its_old_evaluations_redone(tmp_path, monkeypatch, capsys):
     import subprocess
 
-    from vpo_core.adapters.local import experiment
+    from vpo_lab import experiment
 
     config = ExperimentConfig(
         env="maze-v1", methods="grpo", main_seeds=1, ablation_options="", steps=10, eval_steps="5",

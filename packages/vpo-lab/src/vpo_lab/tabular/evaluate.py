@@ -17,8 +17,8 @@ from numpy.typing import NDArray
 
 from vpo_core.evaluation.metrics import best_at_k_curve_of_pool
 from vpo_core.metrics import EXPECTED_WEIGHTS, expected_best_at_k, reward_diversity
-from vpo_core.tabular.policy import TabularPolicy
-from vpo_core.tabular.table import Candidates
+from vpo_lab.tabular.policy import TabularPolicy
+from vpo_lab.tabular.table import Candidates
 
 __all__ = ["EXPECTED_KS", "METRICS", "POOL", "evaluate_policy"]
 

@@ -6,22 +6,22 @@ per answer, each slot conditioned on the earlier slots' picks), rollouts are dra
 method's advantages come from `vpo_core.compute_advantages` exactly as in LM training, and the exact
 REINFORCE gradient of ``(1/G) Σ_g A_g log π(y_g)`` updates it with Adam. Nothing here knows a domain.
 
-Modules: `table` (outcome tables, candidates with text variants, start priors), `policy` (the tabular
-policy, its gradient and Adam), `train` (the RL loop), `evaluate` (the paper's metrics per task),
-`study` (methods × seeds × starts, seed/task intervals, tables).
+The input is the env's `vpo_core.types.OutcomeTable` per task. Modules: `table` (candidates with text
+variants, start priors), `policy` (the tabular policy, its gradient and Adam), `train` (the RL loop),
+`evaluate` (the paper's metrics per task), `study` (methods × seeds × starts, seed/task intervals,
+tables).
 """
 
-from vpo_core.tabular.evaluate import METRICS, evaluate_policy
-from vpo_core.tabular.policy import TabularPolicy
-from vpo_core.tabular.study import StudyResult, run_study
-from vpo_core.tabular.table import Candidates, OutcomeTable, Start, stack_tables
-from vpo_core.tabular.train import AdvantageFn, train_policy
+from vpo_lab.tabular.evaluate import METRICS, evaluate_policy
+from vpo_lab.tabular.policy import TabularPolicy
+from vpo_lab.tabular.study import StudyResult, run_study
+from vpo_lab.tabular.table import Candidates, Start, stack_tables
+from vpo_lab.tabular.train import AdvantageFn, train_policy
 
 __all__ = [
     "METRICS",
     "AdvantageFn",
     "Candidates",
-    "OutcomeTable",
     "Start",
     "StudyResult",
     "TabularPolicy",

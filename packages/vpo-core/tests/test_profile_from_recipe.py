@@ -1,0 +1,45 @@
+"""`EnvProfile.from_recipe`: a paper domain's training budgets are its veRL recipe's response lengths."""
+
+from __future__ import annotations
+
+import pytest
+
+from vpo_core.profile import PAPER_M, EnvProfile, Generation, VerlRecipe
+
+_SIZES = {"n_gpus": 1, "train_batch": 4, "mini_batch": 2, "micro_batch": 1, "prompt_length": 64, "epochs": 1}
+RECIPE = VerlRecipe(model="some/model", response_single=300, response_multi=700, **_SIZES)
+
+
+def test_training_budgets_are_the_recipes_response_lengths():
+    profile = EnvProfile.from_recipe(RECIPE, train_temperature=0.8, eval=Generation(temperature=0.6), eval_samples=5)
+    assert profile.train == Generation(temperature=0.8, top_p=1.0, max_new_tokens_single=300, max_new_tokens_multi=700)
+    assert profile.recipe is RECIPE
+    assert (profile.eval.temperature, profile.eval_samples) == (0.6, 5)
+    for mode, m in (("single", 1), ("multi", 2), ("multi", 3), ("multi", 5)):
+        assert profile.train.max_new_tokens(mode, m) == RECIPE.response_length_for(mode, m)
+
+
+def test_a_recipe_sized_for_other_m_is_rescaled_to_paper_m():
+    recipe = VerlRecipe(**{**RECIPE.__dict__, "response_multi": 1000, "response_multi_m": 5})
+    train = EnvProfile.from_recipe(recipe, train_top_p=0.9).train
+    assert (train.top_p, train.max_new_tokens_multi) == (0.9, 1000 * PAPER_M // 5)
+    assert train.max_new_tokens("multi", 5) == recipe.response_length_for("multi", 5)
+
+
+@pytest.mark.parametrize("field", ["train", "recipe"])
+def test_train_and_recipe_come_from_the_recipe_only(field):
+    with pytest.raises(TypeError, match=rf"from_recipe sets \['{field}'\]"):
+        EnvProfile.from_recipe(RECIPE, **{field: None})
+
+
+@pytest.mark.parametrize("env_id", ["maze-v1", "musique-v1", "eureqa-v1", "toolrl-v1", "lcb-v1", "ultrafeedback-v1"])
+def test_every_paper_env_trains_with_its_recipes_budgets(env_id):
+    import vpo_core
+    from vpo_core.registry import resolve_env_class
+
+    if env_id not in vpo_core.list_envs():
+        pytest.skip(f"{env_id} is not installed")
+    profile = resolve_env_class(env_id).profile
+    assert profile.recipe is not None
+    for mode, m in (("single", 1), ("multi", PAPER_M)):
+        assert profile.train.max_new_tokens(mode, m) == profile.recipe.response_length_for(mode, m)
