@@ -18,7 +18,9 @@ import torch
 import torch.nn.functional as F
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
 from transformers.cache_utils import StaticCache, StaticLayer
+from transformers.generation.stopping_criteria import StopStringCriteria
 
+from vpo_core.adapters.local import decode
 from vpo_core.adapters.local.samplers import render_chat, template_prefill, with_prefill
 from vpo_core.errors import ConfigError, DataFileError, MissingDataError, UserError
 from vpo_core.types import Message
@@ -131,6 +133,9 @@ class Policy:
     chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
     stop_strings: tuple[str, ...] = ()
     tail_after: int | None = 128
+    _stop_criteria: tuple[tuple[str, ...], StopStringCriteria] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     def prompt_text(self, messages: Sequence[Message]) -> str:
         """Chat messages rendered with the tokenizer's template and options, ending with the assistant header."""
@@ -199,6 +204,38 @@ class Policy:
         Raises:
             ConfigError: If a prompt already fills the model's positions.
         """
+        texts, prompt_ids, response, _ = self.generate_with_log_probs(
+            prompts,
+            num_samples=num_samples,
+            max_new_tokens=max_new_tokens,
+            temperature=temperature,
+            top_p=top_p,
+            seed=seed,
+        )
+        return texts, prompt_ids, response
+
+    @torch.no_grad()
+    def generate_with_log_probs(
+        self,
+        prompts: Sequence[str],
+        *,
+        num_samples: int,
+        max_new_tokens: int,
+        temperature: float,
+        top_p: float = 1.0,
+        seed: int | None = None,
+    ) -> tuple[list[str], torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """`generate`, plus the log-probability of each sampled token where the sampler gives it.
+
+        Returns:
+            `generate`'s three values and the log-probs of the response tokens under the distribution
+            they were drawn from (after temperature and top-p), shape (P·G, L_response), 0 at padding;
+            None where the model samples through `transformers`' `generate` (`decode.supports` is
+            false). At temperature 1 and top-p 1 they are `log_probs` of the response, to float rounding.
+
+        Raises:
+            ConfigError: If a prompt already fills the model's positions.
+        """
         if seed is not None:
             torch.manual_seed(seed)
         with _intra_op_threads(self.sample_threads if self.device.type == "cpu" else None):
@@ -206,7 +243,7 @@ class Policy:
 
     def _generate(
         self, prompts: Sequence[str], num_samples: int, max_new_tokens: int, temperature: float, top_p: float
-    ) -> tuple[list[str], torch.Tensor, torch.Tensor]:
+    ) -> tuple[list[str], torch.Tensor, torch.Tensor, torch.Tensor | None]:
         self.model.eval()
         enc = self.tokenizer(list(prompts), return_tensors="pt", padding=True, add_special_tokens=False)
         prompt_ids, prompt_mask = enc["input_ids"].to(self.device), enc["attention_mask"].to(self.device)
@@ -227,31 +264,46 @@ class Policy:
         input_ids = prompt_ids.repeat_interleave(num_samples, dim=0)
         attention = prompt_mask.repeat_interleave(num_samples, dim=0)
         first = max_new_tokens if self.tail_after is None else min(max_new_tokens, self.tail_after)
-        # A preallocated cache instead of one that grows by concatenation every token (measured: a third
-        # of the decode time of the default run's 64 rollouts), holding each prompt's prefill computed
-        # once for its `num_samples` rows; never compiled (as tested).
-        cache = self._prompt_cache(prompt_ids, prompt_mask, num_samples, prompt_ids.shape[1] + first)
-        response = self._decode(input_ids, attention, first, temperature, top_p, cache)
+        fast = decode.supports(self.model)
+        token_log_probs: torch.Tensor | None = None
+        if fast:  # the default model: each prompt's keys attended once for its rows, no `generate` loop
+            response, token_log_probs = self._sample_shared(
+                prompt_ids, prompt_mask, num_samples, first, temperature, top_p
+            )
+        else:
+            # A preallocated cache instead of one that grows by concatenation every token (measured: a third
+            # of the decode time of the default run's 64 rollouts), holding each prompt's prefill computed
+            # once for its `num_samples` rows; never compiled (as tested).
+            cache = self._prompt_cache(prompt_ids, prompt_mask, num_samples, prompt_ids.shape[1] + first)
+            response = self._decode(input_ids, attention, first, temperature, top_p, cache)
         writing = self._still_writing(response) if response.shape[1] == first < max_new_tokens else []
         if writing:  # the long tail continues alone, from its prompt and what it wrote so far
             rows = torch.as_tensor(writing, device=response.device)
-            tail = self._decode(
-                torch.cat([input_ids[rows], response[rows]], dim=1),
-                torch.cat([attention[rows], torch.ones_like(response[rows])], dim=1),
-                max_new_tokens - first,
-                temperature,
-                top_p,
-                None,
-            )
+            tail_ids = torch.cat([input_ids[rows], response[rows]], dim=1)
+            tail_mask = torch.cat([attention[rows], torch.ones_like(response[rows])], dim=1)
+            tail_log_probs = None
+            if fast:
+                tail, tail_log_probs = self._sample_shared(
+                    tail_ids, tail_mask, 1, max_new_tokens - first, temperature, top_p
+                )
+            else:
+                tail = self._decode(tail_ids, tail_mask, max_new_tokens - first, temperature, top_p, None)
             pad = self.tokenizer.pad_token_id
             response = torch.cat([response, response.new_full((response.shape[0], tail.shape[1]), pad)], dim=1)
             response[rows, first:] = tail
+            if token_log_probs is not None and tail_log_probs is not None:
+                token_log_probs = torch.cat(
+                    [token_log_probs, token_log_probs.new_zeros(response.shape[0], tail.shape[1])], 1
+                )
+                token_log_probs[rows, first:] = tail_log_probs
         # everything after the first EOS is padding
         eos = torch.isin(response, torch.as_tensor(self.stop_token_ids, device=response.device))
         after = torch.cumsum(eos.int(), dim=1) - eos.int() > 0
         response = response.masked_fill(after, self.tokenizer.pad_token_id)
+        if token_log_probs is not None:
+            token_log_probs = token_log_probs.masked_fill(after, 0.0)
         texts = self.tokenizer.batch_decode(response, skip_special_tokens=True)
-        return with_prefill(prompts, texts, num_samples, self.prefill), input_ids, response
+        return with_prefill(prompts, texts, num_samples, self.prefill), input_ids, response, token_log_probs
 
     def _decode(
         self,
@@ -279,6 +331,34 @@ class Policy:
             **({"past_key_values": cache} if cache is not None else {"cache_implementation": "static"}),
         )
         return out[:, input_ids.shape[1] :]
+
+    def _sample_shared(
+        self,
+        prompt_ids: torch.Tensor,
+        prompt_mask: torch.Tensor,
+        rows_per_prompt: int,
+        max_new_tokens: int,
+        temperature: float,
+        top_p: float,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """`decode.sample_shared_prompts` with this policy's tokens: new tokens and their log-probs, (P·G, T) each."""
+        stops = None
+        if self.stop_strings:  # built once per stop strings: transformers' preprocessing of the vocabulary is slow
+            if self._stop_criteria is None or self._stop_criteria[0] != self.stop_strings:
+                self._stop_criteria = (self.stop_strings, StopStringCriteria(self.tokenizer, list(self.stop_strings)))
+            stops = self._stop_criteria[1]
+        return decode.sample_shared_prompts(
+            self.model,
+            prompt_ids,
+            prompt_mask,
+            rows_per_prompt=rows_per_prompt,
+            max_new_tokens=max_new_tokens,
+            temperature=temperature,
+            top_p=top_p,
+            pad_id=self.tokenizer.pad_token_id,
+            stop_ids=self.stop_token_ids,
+            stop_strings=stops,
+        )
 
     def _still_writing(self, response: torch.Tensor) -> list[int]:
         """Rows of a full-width `response` that neither wrote EOS nor a stop string."""

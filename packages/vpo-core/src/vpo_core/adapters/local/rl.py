@@ -53,6 +53,9 @@ class Rollouts:
         prompt_ids: Prompt token ids, shape (P·G, L_prompt), left-padded.
         response: Response token ids, shape (P·G, L_response), right-padded.
         mask: 1 for response tokens, 0 for padding, shape (P·G, L_response).
+        sample_log_probs: The sampler's log-prob of each response token, shape (P·G, L_response), where
+            they are the policy's own (temperature 1, top-p 1, a sampler that gives them): the PPO ratio's
+            old log-probs without another forward pass; else None, and `update_policy` computes them.
     """
 
     tasks: list[Any]
@@ -62,6 +65,7 @@ class Rollouts:
     prompt_ids: torch.Tensor
     response: torch.Tensor
     mask: torch.Tensor
+    sample_log_probs: torch.Tensor | None = None
 
     @property
     def shared_spec(self) -> RewardSpec | None:
@@ -104,13 +108,15 @@ def sample_rollouts(
         policy.prompt_text(env.render_prompt(t, mode=method.mode, m=m, goal_weights=None if goal is None else goal[i]))
         for i, t in enumerate(tasks)
     ]
-    texts, prompt_ids, response = policy.generate(
+    texts, prompt_ids, response, sample_log_probs = policy.generate_with_log_probs(
         prompts,
         num_samples=config.group_size,
         seed=stable_seed(config.seed, ("rollout", step)) % (2**63),
         **sampling.as_kwargs(),
     )
-    return Rollouts(tasks, specs, goal, texts, prompt_ids, response, policy.response_mask(response))
+    if (sampling.temperature, sampling.top_p) != (1.0, 1.0):  # drawn from a reshaped distribution, not the policy's
+        sample_log_probs = None
+    return Rollouts(tasks, specs, goal, texts, prompt_ids, response, policy.response_mask(response), sample_log_probs)
 
 
 def score_rollouts(env: TextEnv[Any, Any], rollouts: Rollouts, *, mode: Mode, m: int) -> tuple[Rewards, Rewards]:
@@ -214,7 +220,9 @@ def update_policy(
     adv = torch.as_tensor(advantages.reshape(-1), dtype=torch.float32, device=policy.device)
     policy.model.eval()
     with torch.no_grad():
-        old_logp = _log_probs_by_length(policy, prompt_ids, response, lengths, split=split_by_length)
+        old_logp = rollouts.sample_log_probs
+        if old_logp is None:
+            old_logp = _log_probs_by_length(policy, prompt_ids, response, lengths, split=split_by_length)
         ref_logp = _log_probs_by_length(reference, prompt_ids, response, lengths, split=split_by_length)
     policy.model.train()
     order = torch.as_tensor(rng.permutation(len(rollouts.texts)), device=policy.device)
