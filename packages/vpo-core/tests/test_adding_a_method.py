@@ -81,8 +81,8 @@ def site(tmp_path_factory) -> dict[str, str]:
     root = tmp_path_factory.mktemp("rloo")
     for name, code in _labelled("# file:").items():
         (root / name).write_text(code)
-    (toml,) = [code for lang, code in _blocks() if lang == "toml"]
-    plugins = tomllib.loads(toml)["project"]["entry-points"]["verl.plugins"]
+    tables = [tomllib.loads(code)["project"]["entry-points"] for lang, code in _blocks() if lang == "toml"]
+    (plugins,) = [table["verl.plugins"] for table in tables if "verl.plugins" in table]
     dist = root / "rloo_method-0.1.0.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: rloo-method\nVersion: 0.1.0\n")

@@ -75,7 +75,7 @@ def test_a_value_error_deep_inside_a_run_keeps_its_traceback(tmp_path, monkeypat
     def broken(self, prompts, **kwargs):
         raise ValueError("substring not found")
 
-    monkeypatch.setattr(Policy, "generate", broken)  # the first RL step's sampling
+    monkeypatch.setattr(Policy, "generate_with_log_probs", broken)  # the first RL step's sampling
     with pytest.raises(ValueError, match="substring not found") as raised:
         train_main([*TINY, f"out={tmp_path / 'run'}"])
     assert not isinstance(raised.value, errors.UserError)

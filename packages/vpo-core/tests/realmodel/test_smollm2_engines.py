@@ -78,10 +78,10 @@ def local_runs(smollm2, tmp_path_factory):
     from vpo_core.adapters.local.policy import Policy
 
     calls = []
-    generate = Policy.generate
+    generate = Policy.generate_with_log_probs  # what rollouts call, and what `generate` calls
 
     def recording(self, prompts, **kwargs):
-        texts, prompt_ids, response = generate(self, prompts, **kwargs)
+        texts, prompt_ids, response, log_probs = generate(self, prompts, **kwargs)
         calls.append(
             {
                 "prompts": list(prompts),
@@ -93,11 +93,11 @@ def local_runs(smollm2, tmp_path_factory):
                 "pad": self.tokenizer.pad_token_id,
             }
         )
-        return texts, prompt_ids, response
+        return texts, prompt_ids, response, log_probs
 
     root = tmp_path_factory.mktemp("local")
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(Policy, "generate", recording)
+        patch.setattr(Policy, "generate_with_log_probs", recording)
         code = _train_app().main([f"model={smollm2}", *TINY, f"out={root / 'real'}"])
     assert code == 0
     default = _train_app().main([*TINY, *DEFAULT_MODEL["local"], f"out={root / 'default'}"])
@@ -119,7 +119,7 @@ def test_the_local_engine_trains_and_evaluates_the_real_model_like_its_default_m
     assert [r["step"] for r in records] == [0, 1]
     assert [sorted(r) for r in records] == [sorted(r) for r in default_records]
     assert all(np.isfinite(r["actor/pg_loss"]) and np.isfinite(r["actor/kl_loss"]) for r in records)
-    # the rollouts (2 steps) and the evaluations (before and after) all went through Policy.generate
+    # the rollouts (2 steps) and the evaluations (before and after) all went through Policy.generate_with_log_probs
     assert len(calls) == 4
 
 

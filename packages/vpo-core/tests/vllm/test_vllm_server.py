@@ -146,7 +146,7 @@ def test_the_options_reach_the_real_servers_template(stack):
         if options is not None:
             body["chat_template_kwargs"] = options
         counts[str(options)] = ServerPrefill(server.base_url, model=SERVED, chat_template_kwargs=OFF)._post(
-            "/tokenize", body
+            "/tokenize", body, 1 << 20
         )["count"]
     assert counts[str(OFF)] > counts["None"]  # the think block is prompt tokens
     assert answer["usage"]["prompt_tokens"] == counts[str(OFF)]  # the server rendered the chat with the options
@@ -180,5 +180,7 @@ def test_vpo_search_sends_the_template_options_and_adds_the_prefill(stack, tmp_p
         "messages": [{"role": "system", "content": system}, *messages],
         "chat_template_kwargs": OFF,
     }
-    count = ServerPrefill(server.base_url, model=SERVED, chat_template_kwargs=OFF)._post("/tokenize", body)["count"]
+    count = ServerPrefill(server.base_url, model=SERVED, chat_template_kwargs=OFF)._post("/tokenize", body, 1 << 20)[
+        "count"
+    ]
     assert call["usage"][0]["prompt_tokens"] == count  # the server rendered the search's chat with the options

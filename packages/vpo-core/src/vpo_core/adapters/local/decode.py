@@ -104,7 +104,9 @@ def sample_shared_prompts(
     rows = n_prompts * group
     device = prompt_ids.device
     positions = (prompt_mask.cumsum(dim=1) - 1).clamp(min=0)
-    prefill = model(input_ids=prompt_ids, attention_mask=prompt_mask, position_ids=positions, logits_to_keep=1)
+    prefill = model(
+        input_ids=prompt_ids, attention_mask=prompt_mask, position_ids=positions, logits_to_keep=1, use_cache=True
+    )
     prompt_keys = [layer.keys for layer in prefill.past_key_values.layers]  # (P, H_kv, L, D) each, after rotary
     prompt_values = [layer.values for layer in prefill.past_key_values.layers]
     logits = prefill.logits[:, -1].float().repeat_interleave(group, dim=0)  # (N, V)
