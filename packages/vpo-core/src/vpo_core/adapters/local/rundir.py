@@ -163,6 +163,15 @@ def _check_plain(value: Any, where: str = "state") -> None:
     )
 
 
+STATE_MISFIT_ERRORS: tuple[type[Exception], ...] = (ValueError, KeyError, TypeError, IndexError, RuntimeError)
+"""What torch's ``load_state_dict`` (and a random generator's state setter) raise for a saved state that does not
+fit: caught only around those calls, where the state comes from a run directory's file."""
+
+_UNREADABLE_ERRORS: tuple[type[Exception], ...] = (RuntimeError, EOFError, OSError, ValueError, KeyError)
+"""What ``torch.load`` raises for a truncated, corrupt or missing file (its zip reader: RuntimeError; a cut pickle:
+EOFError; the file system: OSError; a damaged record: ValueError/KeyError)."""
+
+
 def _load_state(path: Path, device: str, fix: str) -> Any:
     """``torch.load(path, weights_only=True)``: tensors and plain data; nothing in the file is run.
 
@@ -180,7 +189,7 @@ def _load_state(path: Path, device: str, fix: str) -> Any:
                 f"run code): it is tampered with or was written by an older version. {fix}"
             ) from None
         raise RunDirError(f"{path} is corrupt or unreadable (UnpicklingError; nothing in it was run); {fix}") from None
-    except Exception as exc:  # torch raises many types for a bad file (RuntimeError, EOFError, OSError)
+    except _UNREADABLE_ERRORS as exc:
         raise RunDirError(f"{path} is corrupt or unreadable ({type(exc).__name__}); {fix}") from None
 
 

@@ -35,7 +35,7 @@ import numpy as np
 from vpo_core import strict_json
 from vpo_core.adapters.local.config import TrainConfig, parse_overrides
 from vpo_core.adapters.local.errors import NonFiniteLossError
-from vpo_core.adapters.local.rundir import RunDir, RunDirError
+from vpo_core.adapters.local.rundir import STATE_MISFIT_ERRORS, RunDir, RunDirError
 from vpo_core.adapters.local.sampling import SamplingSettings
 from vpo_core.errors import ConfigError, DataFileError, MissingDataError, UserError
 
@@ -509,7 +509,7 @@ def rl_phase(state: RunState, policy: Any, reference: Any, *, run_id: str, first
         saved = run_dir.load_state(step=first_step)["optimizer"]
         try:
             optimizer.load_state_dict(saved)
-        except (ValueError, KeyError, TypeError, IndexError, RuntimeError) as exc:  # torch's checks of that dict only
+        except STATE_MISFIT_ERRORS as exc:  # torch's checks of the saved state only
             raise RunDirError(
                 f"{run_dir.state_file} holds an optimizer state that does not fit the model ({type(exc).__name__}: "
                 f"{str(exc)[:200]}); {run_dir.checkpoint_fix}"

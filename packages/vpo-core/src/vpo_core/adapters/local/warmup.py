@@ -20,6 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from vpo_core.adapters.local.policy import Policy, left_padded_positions
+from vpo_core.adapters.local.rundir import STATE_MISFIT_ERRORS
 from vpo_core.env import TextEnv
 from vpo_core.errors import ConfigError, RunDirError
 from vpo_core.types import Task
@@ -83,7 +84,7 @@ def warm_up(
             schedule.load_state_dict(resume["schedule"])
             rng.bit_generator.state = resume["rng"]
             torch.set_rng_state(resume["torch_rng"])
-        except (ValueError, KeyError, TypeError, IndexError, RuntimeError) as exc:
+        except STATE_MISFIT_ERRORS as exc:  # torch's checks of the saved state only
             raise RunDirError(
                 f"the saved warm-up state does not fit this model ({type(exc).__name__}: {str(exc)[:200]}); delete "
                 "the run directory's warmup/ folder to restart the warm-up from its first step."
