@@ -20,7 +20,7 @@ from vpo_core.errors import ServerError
 # shadow the real vllm for TRL's availability check)
 VPO_CORE_TESTS = Path(__file__).resolve().parents[2] / "vpo-core" / "tests" / "http_support"
 sys.path.insert(0, str(VPO_CORE_TESTS))
-from hostile_server import Server, flood, redirect, send_json, trickle  # noqa: E402
+from hostile_server import flood, redirect, send_json, serving, trickle  # noqa: E402
 
 MiB = 1024 * 1024
 HEALTH = {"model": "tiny", "names": list(DIMENSIONS), "device": "cpu"}
@@ -28,15 +28,9 @@ HEALTH = {"model": "tiny", "names": list(DIMENSIONS), "device": "cpu"}
 
 @pytest.fixture
 def serve():
-    servers: list[Server] = []
-
-    def start(handle):
-        servers.append(Server(handle))
-        return servers[-1]
-
-    yield start
-    for server in servers:
-        server.close()
+    """Start `Server`s (``serve(handle)``); all are closed after the test."""
+    with serving() as start:
+        yield start
 
 
 def _scorer(on_score, on_health=None):

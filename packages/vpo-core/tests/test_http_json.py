@@ -36,7 +36,7 @@ from vpo_core.http_json import (
 # only the helper's own folder goes on sys.path (this folder holds a `vllm/` folder that would shadow the real
 # vllm for TRL's availability check)
 sys.path.insert(0, str(Path(__file__).resolve().parent / "http_support"))
-from hostile_server import MODELS, Server, flood, redirect, send_json, trickle
+from hostile_server import MODELS, flood, redirect, send_json, serving, trickle
 
 MiB = 1024 * 1024
 CHAT = "/v1/chat/completions"
@@ -46,15 +46,8 @@ MESSAGES = json.dumps([{"role": "user", "content": "hi"}])
 @pytest.fixture
 def serve():
     """Start `Server`s (``serve(handle)``); all are closed after the test."""
-    servers: list[Server] = []
-
-    def start(handle):
-        servers.append(Server(handle))
-        return servers[-1]
-
-    yield start
-    for server in servers:
-        server.close()
+    with serving() as start:
+        yield start
 
 
 def _openai(on_chat, on_models=None):

@@ -18,22 +18,16 @@ from vpo_search.preflight import EndpointError, check_endpoint, check_template_o
 # shadow the real vllm for TRL's availability check)
 VPO_CORE_TESTS = Path(__file__).resolve().parents[2] / "vpo-core" / "tests" / "http_support"
 sys.path.insert(0, str(VPO_CORE_TESTS))
-from hostile_server import MODELS, Server, flood, redirect, send_json, trickle  # noqa: E402
+from hostile_server import MODELS, flood, redirect, send_json, serving, trickle  # noqa: E402
 
 MiB = 1024 * 1024
 
 
 @pytest.fixture
 def serve():
-    servers: list[Server] = []
-
-    def start(handle):
-        servers.append(Server(handle))
-        return servers[-1]
-
-    yield start
-    for server in servers:
-        server.close()
+    """Start `Server`s (``serve(handle)``); all are closed after the test."""
+    with serving() as start:
+        yield start
 
 
 def test_a_redirected_model_list_is_refused_and_the_key_stays_home(serve):

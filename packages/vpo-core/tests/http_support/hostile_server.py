@@ -7,10 +7,11 @@ env-ultrafeedback's scorer client, vpo-search's endpoint check). Import it after
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -148,3 +149,19 @@ def trickle(body: bytes, every_s: float, lead: int) -> Any:
         yield b" "
         time.sleep(every_s)
     yield body
+
+
+@contextlib.contextmanager
+def serving() -> Iterator[Callable[[Any], Server]]:
+    """``start(handle)`` starts a `Server`; every server started is closed when the block ends (a test's fixture)."""
+    servers: list[Server] = []
+
+    def start(handle: Any) -> Server:
+        servers.append(Server(handle))
+        return servers[-1]
+
+    try:
+        yield start
+    finally:
+        for server in servers:
+            server.close()
