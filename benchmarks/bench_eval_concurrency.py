@@ -23,7 +23,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from vpo_core.adapters.local.openai_sampler import OpenAISampler
+from vpo_core.models.openai import OpenAISampler
 
 LATENCY_S = 0.05
 PROMPTS = 64

@@ -152,6 +152,7 @@ EXTRA_SCOPES: dict[str, dict[str, tuple[str, ...]]] = {
     CORE: {
         "vpo_core/adapters/local/trackers.py": ("local", "tracking"),
         "vpo_core/adapters/local/": ("local",),
+        "vpo_core/models/": ("local",),
         "vpo_core/adapters/verl/": ("verl",),
         "vpo_core/adapters/trl/": ("trl",),
         "vpo_core/gym.py": ("gym",),

@@ -12,7 +12,7 @@ import sys
 
 import numpy as np
 
-from vpo_core.adapters.local.policy import answer_stops, load_policy
+from vpo_core.models.policy import answer_stops, load_policy
 from vpo_core.registry import make
 
 BUDGET = 128

@@ -14,8 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from vpo_core.adapters.local.openai_sampler import EndpointError, OpenAISampler
-from vpo_core.chat_prefill import PrefillError, ServerPrefill
 from vpo_core.errors import ConfigError, ServerError, UserError
 from vpo_core.http_json import (
     MAX_ERROR_BYTES,
@@ -32,6 +30,8 @@ from vpo_core.http_json import (
     parse_json,
     request_json,
 )
+from vpo_core.models.openai import EndpointError, OpenAISampler
+from vpo_core.models.prefill import PrefillError, ServerPrefill
 
 # only the helper's own folder goes on sys.path (this folder holds a `vllm/` folder that would shadow the real
 # vllm for TRL's availability check)

@@ -17,7 +17,7 @@ from collections import Counter
 import numpy as np
 
 import vpo_core
-from vpo_core.adapters.local.policy import load_policy
+from vpo_core.models.policy import load_policy
 
 
 def walk(maze, moves):

@@ -33,7 +33,7 @@ sampler is `OpenAISampler`'s ``chat`` API.
 Chat-template options (maze's profile turns Qwen3's thinking off) go only to a vLLM server, and a
 template may pre-fill text the env scores (Qwen3's empty think block) that no answer contains: the
 pre-fill is learned from the vLLM server itself (its ``/tokenize`` and ``/detokenize`` endpoints,
-`vpo_core.chat_prefill`), so a pip user needs neither the checkpoint nor transformers. ``--tokenizer``
+`vpo_core.models.prefill`), so a pip user needs neither the checkpoint nor transformers. ``--tokenizer``
 takes it from a local tokenizer instead (a server without ``/tokenize``); ``results.json`` records
 which (``chat_template_prefill``).
 """
@@ -599,11 +599,11 @@ def evaluate(args: argparse.Namespace) -> dict[str, Any]:
     Raises:
         UserError: Bad input, in one line: `ConfigError` (env id, options, resume with other settings),
             `DataFileError` (an --out that cannot be used, a resume that cannot be verified, damaged files).
-        vpo_core.adapters.local.openai_sampler.EndpointError: The server cannot be used.
+        vpo_core.models.openai.EndpointError: The server cannot be used.
     """
-    from vpo_core.adapters.local.openai_sampler import OpenAISampler
     from vpo_core.env_options import check_env
     from vpo_core.evaluation import MetricName, package_versions, pool_summary, task_pool_metrics
+    from vpo_core.models.openai import OpenAISampler
 
     try:
         env_id, options = check_env(args.env, _env_options(args.env_option), warn=_log)
@@ -733,7 +733,7 @@ def _report(results: dict[str, Any], out: Path) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The ``vpo-eval`` console command: 0 on success, 2 on bad input, 1 when the server cannot be used."""
-    from vpo_core.adapters.local.openai_sampler import EndpointError
+    from vpo_core.models.openai import EndpointError
 
     args = _parser().parse_args(argv)
     try:

@@ -14,8 +14,9 @@ from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
 from vpo_core.env import TextEnv
+from vpo_core.errors import ConfigError, DataFileError, MissingDataError, UserError
 
-__all__ = ["DEFAULT_ENV", "ENTRY_POINT_GROUP", "list_envs", "make", "resolve_env_class"]
+__all__ = ["DEFAULT_ENV", "ENTRY_POINT_GROUP", "env_tasks", "list_envs", "make", "make_env", "resolve_env_class"]
 
 ENTRY_POINT_GROUP = "vpo.envs"
 DEFAULT_ENV = "maze-v1"
@@ -133,3 +134,34 @@ def make(env_id: str, **config: Any) -> TextEnv[Any, Any]:
     cls = resolve_env_class(env_id)
     options = check_options(options_signature(cls), config, env_id=str(getattr(cls, "env_id", env_id)), prefix="")
     return cls(**options)
+
+
+def make_env(env_id: str, options: dict[str, Any]) -> TextEnv[Any, Any]:
+    """`make`, with the constructor's refusal of an option reported as the user's error (the engines' ``env=``).
+
+    Raises:
+        ConfigError: An unknown env id, or an ``env.<key>=`` value the env's constructor refuses.
+    """
+    try:
+        return make(env_id, **options)
+    except (KeyError, ValueError) as exc:  # the constructor validates the user's env.<key>= options
+        raise ConfigError(f"env={env_id}: {exc.args[0] if exc.args else exc}") from exc
+
+
+def env_tasks(env: TextEnv[Any, Any], split: str) -> list[Any]:
+    """The tasks of a split, with missing or malformed data reported as the user's error.
+
+    Raises:
+        MissingDataError: The env's data files are not there (the message says how to get them).
+        DataFileError: A data file does not have the expected format (`vpo_core.data.DataError`).
+    """
+    from vpo_core.data import DataError
+
+    try:
+        return list(env.tasks(split))
+    except UserError:
+        raise
+    except FileNotFoundError as exc:
+        raise MissingDataError(str(exc)) from exc
+    except DataError as exc:
+        raise DataFileError(str(exc)) from exc

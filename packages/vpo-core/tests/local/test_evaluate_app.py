@@ -20,10 +20,8 @@ import pytest
 
 import vpo_core
 from vpo_core import goal_suffix
-from vpo_core.adapters.local.evaluation import evaluate_policy, goal_weights_for_eval
-from vpo_core.adapters.local.policy import CHAT_TEMPLATE, new_policy
-from vpo_core.adapters.local.samplers import TransformersSampler
-from vpo_core.evaluation import load_pool
+from vpo_core.evaluation import evaluate_policy, goal_weights_for_eval, load_pool
+from vpo_core.models.policy import CHAT_TEMPLATE, Policy, new_policy
 
 ROOT = Path(__file__).resolve().parents[4]
 LCB_DATA = ROOT / "packages" / "env-lcb" / "tests" / "data" / "deepcoder"
@@ -51,8 +49,8 @@ def model_dir(tmp_path_factory):
 @pytest.fixture(scope="module")
 def goal_run(model_dir, tmp_path_factory):
     """A run directory of apps/train.py's layout for goal-conditioned GRPO (config + final checkpoint)."""
-    from vpo_core.adapters.local.policy import load_policy
-    from vpo_core.adapters.local.rundir import RunDir
+    from vpo_core.models.policy import load_policy
+    from vpo_core.runs import RunDir
 
     run = RunDir(tmp_path_factory.mktemp("runs") / "gc")
     run.write_config({"method": "goal_cond", "env": "maze-v1", "m": 1})
@@ -61,14 +59,14 @@ def goal_run(model_dir, tmp_path_factory):
 
 
 class Recorder:
-    """Replaces `TransformersSampler.sample`: records every call and answers the given texts."""
+    """Replaces `Policy.sample`: records every call and answers the given texts."""
 
     def __init__(self, answer=""):
         self.calls = []
         self.answer = answer
 
     def install(self, monkeypatch):
-        monkeypatch.setattr(TransformersSampler, "sample", lambda sampler, prompts, **kw: self(sampler, prompts, **kw))
+        monkeypatch.setattr(Policy, "sample", lambda sampler, prompts, **kw: self(sampler, prompts, **kw))
 
     def __call__(self, sampler, prompts, **kwargs):
         self.calls.append({"prompts": list(prompts), **kwargs})
@@ -107,8 +105,8 @@ def test_transformers_path_writes_two_goal_rows_outside_results(goal_run, tmp_pa
 
 
 def _grpo_run(root, model_dir, budget=None):
-    from vpo_core.adapters.local.policy import load_policy
-    from vpo_core.adapters.local.rundir import RunDir
+    from vpo_core.models.policy import load_policy
+    from vpo_core.runs import RunDir
 
     run = RunDir(root)
     run.write_config({"method": "grpo", "env": "maze-v1", "m": 1})
@@ -239,8 +237,8 @@ def test_one_bad_completion_never_stops_an_evaluation():
 
 
 def test_vllm_sampler_applies_the_template_options(model_dir):
-    from vpo_core.adapters.local.policy import load_tokenizer
-    from vpo_core.adapters.local.vllm_sampler import VllmSampler
+    from vpo_core.models.policy import load_tokenizer
+    from vpo_core.models.vllm import VllmSampler
 
     sampler = object.__new__(VllmSampler)  # vLLM itself needs a GPU: only its prompt rendering runs here
     sampler.tokenizer = load_tokenizer(model_dir)
@@ -378,7 +376,7 @@ def test_refused_connection_and_bad_endpoint_give_clear_errors(tmp_path):
 
 
 def test_endpoint_server_errors_name_the_status(tmp_path):
-    from vpo_core.adapters.local.openai_sampler import EndpointError, OpenAISampler
+    from vpo_core.models.openai import EndpointError, OpenAISampler
 
     server = _Server(lambda path, payload: None)
     try:
@@ -392,7 +390,7 @@ def test_endpoint_server_errors_name_the_status(tmp_path):
 
 
 def test_endpoint_retries_a_busy_server():
-    from vpo_core.adapters.local.openai_sampler import EndpointError, OpenAISampler
+    from vpo_core.models.openai import EndpointError, OpenAISampler
 
     server = _Server(lambda path, payload: [{"index": 0, "message": {"content": "ok"}}], failures=1)
     try:

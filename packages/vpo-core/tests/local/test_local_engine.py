@@ -13,9 +13,9 @@ import torch
 import vpo_core
 from vpo_core.adapters.local.config import parse_overrides
 from vpo_core.adapters.local.loss import actor_loss
-from vpo_core.adapters.local.policy import build_tokenizer, load_policy
 from vpo_core.adapters.local.train import main as train_main
 from vpo_core.adapters.local.train import run
+from vpo_core.models.policy import build_tokenizer, load_policy
 
 ROOT = Path(__file__).resolve().parents[4]
 TINY = [
@@ -162,7 +162,7 @@ def test_a_stopped_warm_up_goes_on_from_its_last_save_and_ends_with_the_same_wei
 
 
 def test_a_damaged_warm_up_save_names_the_folder_to_delete(tmp_path):
-    from vpo_core.adapters.local.rundir import RunDirError
+    from vpo_core.runs import RunDirError
 
     out = tmp_path / "run"
     (out / "warmup").mkdir(parents=True)
@@ -242,8 +242,8 @@ def test_kept_steps_are_snapshots_that_evaluate_reads(tmp_path):
 
 # ----------------------------------------------------------------------------------- warm-up
 def test_supervised_warm_up_reduces_loss():
-    from vpo_core.adapters.local.policy import new_policy
     from vpo_core.adapters.local.warmup import warm_up
+    from vpo_core.models.policy import new_policy
 
     env = vpo_core.make("maze-v1", train_size=8, test_size=2)
     tasks = env.tasks("train")

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from vpo_core.adapters.local.config import parse_overrides
-from vpo_core.adapters.local.sampling import SamplingSettings
 from vpo_core.adapters.local.train import open_run, token_budget
+from vpo_core.models.settings import SamplingSettings
 
 LOCAL = Path(__file__).resolve().parents[2] / "src" / "vpo_core" / "adapters" / "local"
 
@@ -63,8 +63,8 @@ def test_token_budget_is_the_profiles_capped_by_demonstrations(tmp_path, monkeyp
 
 def test_warm_up_builds_examples_only_through_env_demonstration(monkeypatch):
     import vpo_core
-    from vpo_core.adapters.local.policy import new_policy
     from vpo_core.adapters.local.warmup import warm_up
+    from vpo_core.models.policy import new_policy
 
     env = vpo_core.make("maze-v1", train_size=10, test_size=1)
     tasks = env.tasks("train")

@@ -11,11 +11,11 @@ import torch
 
 from vpo_core import Candidate, RewardSpec, Task, TextEnv
 from vpo_core.adapters.local.config import parse_overrides
-from vpo_core.adapters.local.policy import new_policy
 from vpo_core.adapters.local.rl import rl_step, rollout_advantages, sample_rollouts, score_rollouts
-from vpo_core.adapters.local.sampling import SamplingSettings
 from vpo_core.advantages import normalize_scalars, rollout_scalars
 from vpo_core.methods import get_method
+from vpo_core.models.policy import new_policy
+from vpo_core.models.settings import SamplingSettings
 
 LCB_DATA = Path(__file__).resolve().parents[3] / "env-lcb" / "tests" / "data" / "deepcoder"
 DIMS = (2, 5, 2, 3)  # the d of each task of the ragged test env

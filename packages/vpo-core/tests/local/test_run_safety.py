@@ -9,13 +9,13 @@ import os
 import pytest
 import torch
 
+from vpo_core import runs as runs_module
 from vpo_core.adapters.local import rl as rl_module
-from vpo_core.adapters.local import rundir as rundir_module
 from vpo_core.adapters.local.config import parse_overrides
 from vpo_core.adapters.local.rl import NonFiniteLossError
-from vpo_core.adapters.local.rundir import RunDir, RunDirError
 from vpo_core.adapters.local.train import main as train_main
 from vpo_core.adapters.local.train import run
+from vpo_core.runs import RunDir, RunDirError
 
 TINY = [
     "hidden_size=32",
@@ -82,10 +82,10 @@ def test_a_kill_during_the_checkpoint_swap_keeps_a_complete_copy(tmp_path, monke
                 raise OSError("killed")
         return real_replace(src, dst)
 
-    monkeypatch.setattr(rundir_module.os, "replace", flaky_replace)
+    monkeypatch.setattr(runs_module.os, "replace", flaky_replace)
     with pytest.raises(OSError, match="killed"):
         run(parse_overrides([*TINY, "steps=2", "save_every=1", f"out={out}"]))
-    monkeypatch.setattr(rundir_module.os, "replace", real_replace)
+    monkeypatch.setattr(runs_module.os, "replace", real_replace)
     # killed after checkpoint -> checkpoint.old (call 2): no checkpoint/ at all on disk
     assert rd.checkpoint.exists() == (failing_call == 1)
     rd.recover()

@@ -19,10 +19,10 @@ import torch
 
 from vpo_core.adapters.local.config import parse_overrides
 from vpo_core.adapters.local.evaluate import main as evaluate_main
-from vpo_core.adapters.local.rundir import RunDir, RunDirError
 from vpo_core.adapters.local.train import main as train_main
 from vpo_core.adapters.local.train import run
 from vpo_core.errors import MissingDataError
+from vpo_core.runs import RunDir, RunDirError
 
 TINY = [
     "hidden_size=16",
@@ -195,7 +195,7 @@ def test_a_damaged_evaluation_file_stops_a_resume_with_one_line(trained, tmp_pat
 # ------------------------------------------------------------------------------ damaged model files
 @pytest.mark.parametrize("keep", [0, 5, 100, -1])
 def test_truncated_checkpoint_weights_are_one_line(trained, tmp_path, capsys, keep):
-    from vpo_core.adapters.local.rundir import check_weights
+    from vpo_core.runs import check_weights
 
     out = _copy(trained, tmp_path)
     weights = RunDir(out).checkpoint_model / "model.safetensors"
@@ -214,7 +214,7 @@ def test_truncated_checkpoint_weights_are_one_line(trained, tmp_path, capsys, ke
 
 
 def test_a_complete_weights_file_passes_the_check(trained):
-    from vpo_core.adapters.local.rundir import check_weights
+    from vpo_core.runs import check_weights
 
     assert [p.name for p in check_weights(RunDir(trained).checkpoint_model)] == ["model.safetensors"]
 
@@ -272,7 +272,7 @@ def test_evaluate_on_lcb_without_data_says_how_to_get_it(tmp_path, trained):
 def test_env_tasks_turns_missing_data_into_the_user_error(tmp_path):
     pytest.importorskip("env_lcb")
     import vpo_core
-    from vpo_core.adapters.local.train import env_tasks
+    from vpo_core.registry import env_tasks
 
     with pytest.raises(MissingDataError, match="data_dir"):
         env_tasks(vpo_core.make("lcb-v1", data_dir=str(tmp_path)), "test")

@@ -7,10 +7,10 @@ import sys
 import pytest
 
 from vpo_core.adapters.local.config import parse_overrides
-from vpo_core.adapters.local.plots import smooth
-from vpo_core.adapters.local.rundir import RunDir
 from vpo_core.adapters.local.trackers import open_trackers
 from vpo_core.adapters.local.train import run
+from vpo_core.evaluation.plots import smooth
+from vpo_core.runs import RunDir
 
 TINY = [
     "hidden_size=32",
@@ -81,7 +81,7 @@ def test_smooth_is_a_trailing_mean():
 
 
 def test_k_ticks_are_integers_up_to_the_largest_k():
-    from vpo_core.adapters.local.plots import k_ticks
+    from vpo_core.evaluation.plots import k_ticks
 
     assert k_ticks(30) == [1, 2, 3, 5, 10, 20, 30]
     assert k_ticks(12) == [1, 2, 3, 5, 10, 12]
@@ -94,7 +94,7 @@ def test_plots_highlight_the_method_of_interest_with_integer_k_labels(tmp_path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from vpo_core.adapters.local.plots import integer_k_axis, line_style
+    from vpo_core.evaluation.plots import integer_k_axis, line_style
 
     vpo, grpo = line_style("vpo (5 seeds)", 0), line_style("grpo", 0)
     assert vpo["linewidth"] > 2 * grpo["linewidth"]

@@ -18,8 +18,8 @@ import numpy as np
 import torch
 
 from vpo_core.adapters.local.config import TrainConfig
-from vpo_core.adapters.local.policy import new_policy
 from vpo_core.adapters.local.rl import Rollouts, length_buckets, update_policy
+from vpo_core.models.policy import new_policy
 
 TEXTS = ["go left then right", "UP DOWN LEFT RIGHT <route_1> </route_1>", "a maze of 9 by 9 cells"] * 4
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from vpo_core import errors
-from vpo_core.adapters.local.policy import Policy
 from vpo_core.adapters.local.train import main as train_main
+from vpo_core.models.policy import Policy
 
 TINY = [
     "hidden_size=16",
@@ -37,8 +37,8 @@ def test_the_user_error_types_are_the_builtin_types_callers_caught():
     for kind in (errors.ConfigError, errors.DataFileError, errors.RunDirError, errors.MissingDataError):
         assert issubclass(kind, errors.UserError)
         assert str(kind("the message")) == "the message"  # one line as written, never quoted like a KeyError
-    from vpo_core.adapters.local.rundir import RunDirError
     from vpo_core.cli_config import ConfigError
+    from vpo_core.runs import RunDirError
 
     assert RunDirError is errors.RunDirError
     assert ConfigError is errors.ConfigError

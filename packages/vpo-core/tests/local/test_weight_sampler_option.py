@@ -7,10 +7,10 @@ import json
 import pytest
 
 from vpo_core.adapters.local.config import parse_overrides
-from vpo_core.adapters.local.rundir import RunDir
 from vpo_core.adapters.local.train import main as train_main
 from vpo_core.adapters.local.train import run
 from vpo_core.errors import RunDirError
+from vpo_core.runs import RunDir
 
 TINY = [
     "hidden_size=16",

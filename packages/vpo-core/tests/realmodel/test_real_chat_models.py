@@ -11,6 +11,7 @@ each rollout is scored by exactly one `rewards` call.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import importlib.util
 import json
 import re
@@ -24,9 +25,9 @@ import pytest
 import torch
 
 import vpo_core
-from vpo_core.adapters.local.openai_sampler import VLLM_ONLY_FIELDS, EndpointError, OpenAISampler
-from vpo_core.adapters.local.policy import load_policy, load_tokenizer
-from vpo_core.adapters.local.samplers import TransformersSampler, render_chat
+from vpo_core.models.chat import render_chat
+from vpo_core.models.openai import VLLM_ONLY_FIELDS, EndpointError, OpenAISampler
+from vpo_core.models.policy import load_policy, load_tokenizer
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[3]
@@ -202,9 +203,9 @@ def test_every_sampler_returns_the_whole_assistant_turn(models, env, kind):
     turn = PREFILL[kind] + GENERATED
     settings = {"num_samples": 2, "max_new_tokens": 30, "temperature": 1.0, "seed": 3}
     policy = load_policy(model_dir)
-    local = TransformersSampler(policy, kwargs)
+    local = dataclasses.replace(policy, chat_template_kwargs=kwargs)  # evaluation's sampler (apps/evaluate.py)
     assert local.sample([local.prompt_text(messages)], **settings) == [turn] * 2
-    assert policy.chat_template_kwargs == {}  # the sampler did not change the policy it was given
+    assert policy.chat_template_kwargs == {}  # a copy: the policy it was made from renders without the options
     policy.chat_template_kwargs = kwargs  # the training engine's policy
     texts, _, _ = policy.generate([policy.prompt_text(messages)], **settings)
     assert texts == [turn] * 2

@@ -75,7 +75,7 @@ def _shape(report: dict) -> dict:
 @pytest.fixture(scope="module")
 def local_runs(smollm2, tmp_path_factory):
     """The local engine on SmolLM2 (every `Policy.generate` call recorded) and on its default model."""
-    from vpo_core.adapters.local.policy import Policy
+    from vpo_core.models.policy import Policy
 
     calls = []
     generate = Policy.generate_with_log_probs  # what rollouts call, and what `generate` calls
@@ -207,7 +207,7 @@ def _question(policy) -> list[str]:
 
 
 def test_a_sample_ends_at_im_end_or_at_a_stop_string(smollm2):
-    from vpo_core.adapters.local.policy import load_policy
+    from vpo_core.models.policy import load_policy
 
     policy = load_policy(smollm2)
     # whatever EOS the tokenizer names (the GGUF conversion's names <|im_start|>), the model's <|im_end|> ends a sample
@@ -227,7 +227,7 @@ def test_a_sample_ends_at_im_end_or_at_a_stop_string(smollm2):
 def test_log_probs_are_the_sampling_distributions_with_an_added_pad_row(smollm2):
     """The loader adds a pad row to SmolLM2's embeddings; sampling never draws it, so the ratio's log-probs
     must not count it either. The row is made to carry most of the probability, so counting it shows."""
-    from vpo_core.adapters.local.policy import load_policy
+    from vpo_core.models.policy import load_policy
 
     policy = load_policy(smollm2)
     pad = policy.tokenizer.pad_token_id

@@ -25,7 +25,6 @@ from verl.experimental.reward_loop.reward_manager import get_reward_manager_cls 
 from verl.trainer.ppo.core_algos import compute_gdpo_outcome_advantage, get_adv_estimator_fn  # noqa: E402
 
 import vpo_core  # noqa: E402
-from vpo_core.adapters.local.policy import build_tokenizer  # noqa: E402
 from vpo_core.adapters.verl import plugin  # noqa: E402
 from vpo_core.adapters.verl.export import count_overlong, export_split, rows_for  # noqa: E402
 from vpo_core.adapters.verl.launch import compose, main, merge_command, validate  # noqa: E402
@@ -33,6 +32,7 @@ from vpo_core.adapters.verl.recipes import GENERIC_MODEL, SHARED, cell, estimato
 from vpo_core.adapters.verl.reward import score_trajectory  # noqa: E402
 from vpo_core.advantages import rollout_scalars  # noqa: E402
 from vpo_core.layout import group_layout, zscore_by_index  # noqa: E402
+from vpo_core.models.policy import build_tokenizer  # noqa: E402
 from vpo_core.normalizers import gdpo_advantages, max_at_k_advantages, maxrl_advantages  # noqa: E402
 from vpo_core.profile import EnvProfile  # noqa: E402
 from vpo_core.qmc import sobol_weights  # noqa: E402

@@ -1,4 +1,4 @@
-"""The template's pre-fill learned from a vLLM server (`vpo_core.chat_prefill`), and `vpo-eval` using it.
+"""The template's pre-fill learned from a vLLM server (`vpo_core.models.prefill`), and `vpo-eval` using it.
 
 Fast: the server is `FakeVllm` (vLLM 0.32.0's endpoint shapes, rendering with the real SmolLM2 tokenizer).
 The checkpoint's own ChatML template ignores ``enable_thinking``; ``smollm2_think.jinja`` is that template
@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 import vpo_core
-from vpo_core.adapters.local.openai_sampler import EndpointError, OpenAISampler
-from vpo_core.chat_prefill import PROBE, PrefillError, ServerPrefill, api_root, served_by_vllm
 from vpo_core.eval_cli import main
+from vpo_core.models.openai import EndpointError, OpenAISampler
+from vpo_core.models.prefill import PROBE, PrefillError, ServerPrefill, api_root, served_by_vllm
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -51,7 +51,7 @@ def serve(tokenizer):
 
 
 def _local_prefill(tokenizer, template, options):
-    from vpo_core.adapters.local.samplers import template_prefill
+    from vpo_core.models.chat import template_prefill
 
     local = type(tokenizer).from_pretrained(tokenizer.name_or_path)
     if template is not None:

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 import vpo_core
-from vpo_core.chat_prefill import ServerPrefill
+from vpo_core.models.prefill import ServerPrefill
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[3]
@@ -109,7 +109,7 @@ def test_vpo_eval_from_a_plain_pip_install_scores_a_real_vllm_server(stack, smol
     assert {"best@1", "pass@1", "E_w[best@1]"} <= set(metrics)
     assert all(isinstance(v, float) and math.isfinite(v) for v in metrics.values()), metrics
     # what the template pre-fills, by the tokenizer's definition (the one training uses): the same text
-    from vpo_core.adapters.local.samplers import render_chat, template_prefill
+    from vpo_core.models.chat import render_chat, template_prefill
 
     tokenizer = _local_tokenizer(smollm2)
     assert template_prefill(tokenizer, OFF) == THINK
@@ -130,7 +130,7 @@ def test_vpo_eval_from_a_plain_pip_install_scores_a_real_vllm_server(stack, smol
 
 
 def test_the_options_reach_the_real_servers_template(stack):
-    from vpo_core.adapters.local.openai_sampler import OpenAISampler
+    from vpo_core.models.openai import OpenAISampler
 
     server, _, _ = stack
     sampler = OpenAISampler(server.base_url, chat_template_kwargs=OFF)

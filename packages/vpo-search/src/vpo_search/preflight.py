@@ -10,7 +10,6 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from vpo_core.chat_prefill import PROBE, PrefillError, ServerPrefill, served_by_vllm
 from vpo_core.errors import ServerError
 from vpo_core.http_json import (
     DeadlineError,
@@ -22,6 +21,7 @@ from vpo_core.http_json import (
     for_terminal,
     request_json,
 )
+from vpo_core.models.prefill import PROBE, PrefillError, ServerPrefill, served_by_vllm
 
 __all__ = ["EndpointError", "check_endpoint", "check_template_options"]
 
@@ -100,7 +100,7 @@ def check_template_options(
     """Check that the endpoint takes chat-template `options` and can say what its template then pre-fills.
 
     Only vLLM takes ``chat_template_kwargs`` in a chat request (its model list says ``owned_by: vllm``);
-    the pre-fill is learned from its ``/tokenize`` endpoint (`vpo_core.chat_prefill`).
+    the pre-fill is learned from its ``/tokenize`` endpoint (`vpo_core.models.prefill`).
 
     Args:
         base_url: The endpoint, e.g. ``http://127.0.0.1:8000/v1``.

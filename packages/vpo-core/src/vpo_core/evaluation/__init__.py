@@ -8,10 +8,11 @@
   pool, `best_at_k_of_pool`), with structured metric names (`MetricName`) and the markdown table;
 - `vpo_core.evaluation.reporting`: what makes evaluations comparable: bootstrap standard errors over
   tasks (`standard_errors`), the settings digest (`settings_digest`) and ``vpo-eval``'s results schema version;
+  a training run's before/after comparison (`before_after`);
 - `vpo_core.evaluation.plots`: best@k against k (needs matplotlib, imported when drawing).
 
-The evaluation app (``apps/evaluate.py``) is `vpo_core.adapters.local.evaluate`; it needs the local
-engine's samplers.
+The evaluation app (``apps/evaluate.py``) is `vpo_core.adapters.local.evaluate`; its samplers are the
+model floor's (`vpo_core.models`).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from vpo_core.evaluation.metrics import (
     validity_metrics,
 )
 from vpo_core.evaluation.pool_file import SavedPool, legacy_mode, load_pool, new_pool, package_versions, save_pool
-from vpo_core.evaluation.reporting import settings_digest, standard_errors
+from vpo_core.evaluation.reporting import before_after, settings_digest, standard_errors
 from vpo_core.evaluation.sampling import CONDITIONINGS, EvalResult, Sampler, evaluate_policy, goal_weights_for_eval
 
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
     "MetricName",
     "Sampler",
     "SavedPool",
+    "before_after",
     "best_at_k_curve_of_pool",
     "best_at_k_of_pool",
     "evaluate_policy",

@@ -1,4 +1,8 @@
-"""PNG plots of evaluations: best@k against k, and the axis and curve styles every plot shares (matplotlib, Agg)."""
+"""PNG plots of evaluations and runs (matplotlib, Agg).
+
+best@k against k (`plot_best_at_k`), a training run's rewards and diversity over RL steps (`plot_training`,
+from its ``metrics.jsonl`` records), and the axis and curve styles every plot shares.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["HIGHLIGHT", "integer_k_axis", "k_ticks", "line_style", "plot_best_at_k", "pyplot", "smooth"]
+__all__ = [
+    "HIGHLIGHT",
+    "integer_k_axis",
+    "k_ticks",
+    "line_style",
+    "plot_best_at_k",
+    "plot_training",
+    "pyplot",
+    "smooth",
+]
 
 HIGHLIGHT = "vpo"
 """The method of interest: drawn bold and on top; every other curve is thin and muted."""
@@ -87,4 +100,33 @@ def plot_best_at_k(results: Sequence[Any], path: Path, *, title: str) -> None:
     ax.set_title(title)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_training(history: Sequence[dict[str, Any]], path: Path, *, title: str, window: int | None = None) -> None:
+    """Reward (mean w*, set reward, best-of-m) and reward-space diversity against the RL step.
+
+    Raw per-step values are drawn faintly, a trailing moving average (`window`, default ~1/10 of the
+    steps) boldly; the legend sits below the axes, off the curves.
+    """
+    plt = pyplot()
+    steps = [h["step"] for h in history]
+    window = window or max(1, len(history) // 10)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.2))
+    series = (("mean_w_star", "mean w*·r"), ("best_of_m", "best-of-m w*·r"), ("set_reward", "set reward"))
+    for (key, label), color in zip(series, ("tab:blue", "tab:orange", "tab:purple"), strict=True):
+        values = [h[key] for h in history]
+        left.plot(steps, values, color=color, alpha=0.25, linewidth=0.8)
+        left.plot(steps, smooth(values, window), color=color, linewidth=1.8, label=label)
+    left.set_xlabel("RL step")
+    left.set_ylabel(f"reward (moving average of {window})")
+    left.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3, frameon=False, fontsize=8)
+    diversity = [h["diversity"] for h in history]
+    right.plot(steps, diversity, color="tab:green", alpha=0.25, linewidth=0.8)
+    right.plot(steps, smooth(diversity, window), color="tab:green", linewidth=1.8)
+    right.set_xlabel("RL step")
+    right.set_ylabel("reward-space diversity (mean pairwise L1)")
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)

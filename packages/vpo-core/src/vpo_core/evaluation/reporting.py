@@ -9,7 +9,8 @@
 - `settings_digest`: the sha256 of the canonical JSON (sorted keys, no spaces, ASCII, strict
   numbers) of the settings that define a run; the server's address (``base_url``) is left out, as
   the same model served elsewhere is the same run.
-- `RESULTS_SCHEMA_VERSION`: the version of ``vpo-eval``'s ``results.json`` layout.
+- `RESULTS_SCHEMA_VERSION`: the version of ``vpo-eval``'s ``results.json`` layout;
+- `before_after`: a training run's report of the evaluations before and after RL (every engine's ``report.json``).
 
 Example:
     >>> settings_digest({"env": "maze-v1", "temperature": 0.7, "base_url": "http://a/v1"}) == settings_digest(
@@ -22,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -31,11 +32,15 @@ from vpo_core import strict_json
 from vpo_core.evaluation.metrics import REACH_SPLIT, MetricName, metric_name
 from vpo_core.metrics import collinearity
 
+if TYPE_CHECKING:
+    from vpo_core.evaluation.sampling import EvalResult  # sampling imports this module
+
 __all__ = [
     "BOOTSTRAP_RESAMPLES",
     "BOOTSTRAP_SEED",
     "NOT_DEFINING",
     "RESULTS_SCHEMA_VERSION",
+    "before_after",
     "bootstrap_counts",
     "settings_digest",
     "standard_errors",
@@ -185,3 +190,12 @@ def _collinearity_spread(env: Any, tasks: Sequence[Any], pools: Sequence[Any], c
         corr = sub / np.sqrt(np.outer(var[kept], var[kept]))
         values[b] = corr[~np.eye(len(sub), dtype=bool)].mean()
     return _spread(values)
+
+
+def before_after(init: EvalResult, final: EvalResult) -> dict[str, object]:
+    """The report's comparison of an evaluation before and after RL (every engine's ``report.json`` keys)."""
+    return {
+        "warm_started": init.metrics,
+        "after_rl": final.metrics,
+        "learned": final.metrics["mean_w_star"] > init.metrics["mean_w_star"],
+    }

@@ -44,8 +44,8 @@ CONDITIONINGS = ("w_star", "dirichlet")
 class Sampler(Protocol):
     """What evaluation samples from.
 
-    `samplers.TransformersSampler`, `vllm_sampler.VllmSampler`, `openai_sampler.OpenAISampler` or
-    `policy.Policy`.
+    `vpo_core.models.policy.Policy`, `vpo_core.models.vllm.VllmSampler` or `vpo_core.models.openai.OpenAISampler`
+    (the model floor, `vpo_core.models`).
     """
 
     def prompt_text(self, messages: Sequence[Message]) -> str:

@@ -24,6 +24,7 @@ _INT_MIN = {
     "sample_threads": 1,
     "warmup_steps": 0,
     "warmup_batch": 1,
+    "warmup_demos": 1,
     "warmup_save_every": 1,
     "steps": 0,
     "prompts_per_step": 1,
@@ -89,6 +90,11 @@ class TrainConfig:
     # warm-up (supervised) on the env's demonstrations, for the default model
     warmup_steps: int = option(300, "supervised warm-up steps on env.demonstration(...) (default model only)")
     warmup_batch: int = option(16, "warm-up batch size (examples)")
+    warmup_demos: int = option(
+        1,
+        "demonstrations per task in a warm-up step (warmup_batch / warmup_demos tasks, each prompt run once for "
+        "its demonstrations; 1: every example its own task)",
+    )
     warmup_lr: float = option(2e-3, "warm-up learning rate (AdamW, linear warm-up and decay)")
     warmup_save_every: int = option(100, "save the warm-up every N steps (a stopped warm-up goes on from there)")
     # RL (the paper's loss: PPO-clip 0.2, dual clip 3.0, token-mean, low_var_kl 1e-3, AdamW, clip 1.0)
@@ -166,6 +172,11 @@ class TrainConfig:
                 continue
             if not (isinstance(value, (int, float)) and math.isfinite(value) and check(value)):
                 raise ValueError(f"{name} must be a finite number {rule}, got {name}={value}.")
+        if self.warmup_batch % self.warmup_demos:
+            raise ValueError(
+                f"warmup_batch must be a multiple of warmup_demos, got warmup_batch={self.warmup_batch} "
+                f"warmup_demos={self.warmup_demos} (e.g. warmup_batch=16 warmup_demos=2)."
+            )
         if self.hidden_size % self.heads:
             raise ValueError(f"heads must divide hidden_size, got hidden_size={self.hidden_size} heads={self.heads}.")
         if self.device not in ("cpu", "cuda") and not self.device.startswith("cuda:"):
@@ -261,7 +272,7 @@ _NOT_IDENTITY = (
 )
 """Options a run may change when it is resumed (evaluations are keyed by their own settings)."""
 
-_IDENTITY_DEFAULTS: dict[str, Any] = {"weight_sampler": "dirichlet"}
+_IDENTITY_DEFAULTS: dict[str, Any] = {"weight_sampler": "dirichlet", "warmup_demos": 1}
 """What a run saved before an identity option existed used (its config.json lacks the key)."""
 
 

@@ -166,8 +166,8 @@ def _method_target(label: str, model_dir: Path | None, config: EvalConfig) -> Ta
 
 def resolve(text: str, config: EvalConfig) -> Target:
     """A checkpoint argument as a `Target` (run directories are read through `RunDir` only)."""
-    from vpo_core.adapters.local.rundir import RunDir, RunDirError
     from vpo_core.methods import get_method
+    from vpo_core.runs import RunDir, RunDirError
 
     which_match = re.fullmatch(r"(.+)@(init|step[0-9]+)", text)
     which = which_match.group(2) if which_match else "final"
@@ -236,7 +236,7 @@ def _slug(text: str) -> str:
 def _sampler(target: Target, config: EvalConfig, env: Any, backend: str) -> Any:
     template_kwargs = dict(env.profile.chat_template_kwargs)
     if config.endpoint:
-        from vpo_core.adapters.local.openai_sampler import EndpointError, OpenAISampler
+        from vpo_core.models.openai import EndpointError, OpenAISampler
 
         try:
             return OpenAISampler(
@@ -254,16 +254,15 @@ def _sampler(target: Target, config: EvalConfig, env: Any, backend: str) -> Any:
             raise SystemExit(str(exc)) from None
     assert target.model_dir is not None
     if backend == "vllm":
-        from vpo_core.adapters.local.vllm_sampler import VllmSampler
+        from vpo_core.models.vllm import VllmSampler
 
         return VllmSampler(
             target.model_dir,
             chat_template_kwargs=template_kwargs,
             gpu_memory_utilization=config.gpu_memory_utilization,
         )
-    from vpo_core.adapters.local.policy import answer_stops, load_policy
-    from vpo_core.adapters.local.rundir import check_weights
-    from vpo_core.adapters.local.samplers import TransformersSampler
+    from vpo_core.models.policy import answer_stops, load_policy
+    from vpo_core.runs import check_weights
 
     check_weights(target.model_dir, "Save the model again or evaluate another checkpoint.")
     try:
@@ -271,7 +270,8 @@ def _sampler(target: Target, config: EvalConfig, env: Any, backend: str) -> Any:
     except FileNotFoundError as exc:
         raise SystemExit(str(exc)) from None
     policy.stop_strings = answer_stops(env, target.mode, target.m, config.stop_at_answer)
-    return TransformersSampler(policy, template_kwargs)
+    policy.chat_template_kwargs = template_kwargs  # renders and pre-fills with the env's template options
+    return policy
 
 
 def _release_memory() -> None:
@@ -342,7 +342,7 @@ def _backend(config: EvalConfig) -> str:
     """The sampling backend (``openai`` with endpoint=); resolves ``device=auto`` in place."""
     if config.endpoint:
         return "openai"
-    from vpo_core.adapters.local.vllm_sampler import choose_backend
+    from vpo_core.models.vllm import choose_backend
 
     if config.device == "auto":
         import torch
@@ -371,8 +371,8 @@ def _evaluate_row(
     Returns:
         The `EvalResult`, its settings completed with what results.json records.
     """
-    from vpo_core.adapters.local.openai_sampler import EndpointError
     from vpo_core.evaluation import evaluate_policy, goal_weights_for_eval
+    from vpo_core.models.openai import EndpointError
 
     backend, settings = how["backend"], how["settings"]
     shown = "w*" if conditioning == "w_star" else "~Dir(1)"
@@ -470,8 +470,8 @@ def main(argv: list[str] | None = None) -> int:
 def _evaluate(config: EvalConfig) -> int:
     """Evaluate every target of `config` and write the outputs (`main` after parsing)."""
     import vpo_core
-    from vpo_core.adapters.local.train import env_tasks
     from vpo_core.evaluation import KS
+    from vpo_core.registry import env_tasks
 
     backend = _backend(config)
     targets = _targets(config)

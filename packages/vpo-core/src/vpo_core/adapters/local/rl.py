@@ -22,12 +22,12 @@ import torch
 from vpo_core.adapters.local.config import TrainConfig
 from vpo_core.adapters.local.errors import NonFiniteLossError
 from vpo_core.adapters.local.loss import actor_loss
-from vpo_core.adapters.local.policy import Policy
-from vpo_core.adapters.local.sampling import SamplingSettings
 from vpo_core.advantages import Std, normalize_scalars, rollout_scalars
 from vpo_core.env import TextEnv
 from vpo_core.methods import Method, get_method
 from vpo_core.metrics import reward_diversity
+from vpo_core.models.policy import Policy
+from vpo_core.models.settings import SamplingSettings
 from vpo_core.spec import RewardSpec
 from vpo_core.types import Mode
 from vpo_core.weights import stable_seed

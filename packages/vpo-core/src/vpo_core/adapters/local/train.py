@@ -35,9 +35,10 @@ import numpy as np
 from vpo_core import strict_json
 from vpo_core.adapters.local.config import TrainConfig, parse_overrides
 from vpo_core.adapters.local.errors import NonFiniteLossError
-from vpo_core.adapters.local.rundir import STATE_MISFIT_ERRORS, RunDir, RunDirError
-from vpo_core.adapters.local.sampling import SamplingSettings
-from vpo_core.errors import ConfigError, DataFileError, MissingDataError, UserError
+from vpo_core.errors import ConfigError, MissingDataError, UserError
+from vpo_core.models.settings import SamplingSettings
+from vpo_core.registry import env_tasks, make_env
+from vpo_core.runs import STATE_MISFIT_ERRORS, RunDir, RunDirError
 
 __all__ = ["NonFiniteLossError", "RunState", "main", "preflight", "run"]
 
@@ -203,39 +204,6 @@ def _quiet_hf() -> Iterator[None]:
             hf_logging.enable_progress_bar()
 
 
-def make_env(env_id: str, options: dict[str, Any]) -> Any:
-    """`vpo_core.make`, with the constructor's refusal of an option reported as the user's error.
-
-    Raises:
-        ConfigError: An unknown env id, or an ``env.<key>=`` value the env's constructor refuses.
-    """
-    import vpo_core
-
-    try:
-        return vpo_core.make(env_id, **options)
-    except (KeyError, ValueError) as exc:  # the constructor validates the user's env.<key>= options
-        raise ConfigError(f"env={env_id}: {exc.args[0] if exc.args else exc}") from exc
-
-
-def env_tasks(env: Any, split: str) -> list[Any]:
-    """The tasks of a split, with missing or malformed data reported as the user's error.
-
-    Raises:
-        MissingDataError: The env's data files are not there (the message says how to get them).
-        DataFileError: A data file does not have the expected format (`vpo_core.data.DataError`).
-    """
-    from vpo_core.data import DataError
-
-    try:
-        return list(env.tasks(split))
-    except UserError:
-        raise
-    except FileNotFoundError as exc:
-        raise MissingDataError(str(exc)) from exc
-    except DataError as exc:
-        raise DataFileError(str(exc)) from exc
-
-
 # ------------------------------------------------------------------------------------ phases
 def open_run(config: TrainConfig) -> RunState:
     """Make the env, pick the tasks, check and recover the run directory, save the config.
@@ -247,7 +215,7 @@ def open_run(config: TrainConfig) -> RunState:
     """
     import torch
 
-    from vpo_core.adapters.local.policy import check_model_dir
+    from vpo_core.models.policy import check_model_dir
 
     torch.set_num_threads(config.threads)
     if config.device.startswith("cuda") and not torch.cuda.is_available():
@@ -314,8 +282,8 @@ def build_policy(state: RunState) -> tuple[Any, str, int]:
     Raises:
         RunDirError: If the checkpoint belongs to another init model or its state is corrupt.
     """
-    from vpo_core.adapters.local.policy import load_policy, new_policy
     from vpo_core.adapters.local.warmup import warm_up
+    from vpo_core.models.policy import load_policy, new_policy
 
     config, run_dir = state.config, state.run_dir
     run_id = run_dir.run_id()
@@ -376,6 +344,7 @@ def build_policy(state: RunState) -> tuple[Any, str, int]:
                 m=state.m,
                 steps=config.warmup_steps,
                 batch_size=config.warmup_batch,
+                demos_per_task=config.warmup_demos,
                 lr=config.warmup_lr,
                 seed=config.seed,
                 log=tick,
@@ -459,7 +428,7 @@ def evaluate_phase(state: RunState, policy: Any, *, which: str, model: str) -> A
     Returns:
         An `EvalResult` (pools empty when reused from the file).
     """
-    from vpo_core.adapters.local.evaluation import EvalResult, evaluate_policy
+    from vpo_core.evaluation import EvalResult, evaluate_policy
 
     config, name = state.config, ("warm-started" if which == "init" else "after RL")
     settings = eval_settings(state)
@@ -567,8 +536,8 @@ def write_report(
     state: RunState, history: list[dict[str, Any]], init: Any, final: Any, *, run_id: str, started: float
 ) -> dict[str, Any]:
     """Plots, ``report.md`` and ``report.json`` (with the time of each phase)."""
-    from vpo_core.adapters.local.evaluation import before_after, markdown_table
-    from vpo_core.adapters.local.plots import plot_best_at_k, plot_training
+    from vpo_core.evaluation import before_after, markdown_table
+    from vpo_core.evaluation.plots import plot_best_at_k, plot_training
 
     config, run_dir = state.config, state.run_dir
     report: dict[str, Any] = {"config": config.to_json(), "run_dir": str(run_dir.path), "run_id": run_id}
@@ -613,8 +582,8 @@ def _remove_failed_start(path: Path, *, fresh: bool) -> None:
 
 def run(config: TrainConfig) -> dict[str, Any]:
     """Run warm-up, RL and evaluation for a config; returns the report."""
-    from vpo_core.adapters.local.policy import answer_stops, load_policy
-    from vpo_core.adapters.local.rundir import model_digest
+    from vpo_core.models.policy import answer_stops, load_policy
+    from vpo_core.runs import model_digest
 
     started = time.perf_counter()
     config = preflight(config)

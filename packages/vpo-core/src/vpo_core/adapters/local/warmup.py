@@ -3,7 +3,8 @@
 Each example is a task's prompt (in the method's mode) followed by one demonstration completion
 from ``env.demonstration(task, mode=..., m=..., rng=...)``: the env writes complete completions in its
 own format (the default is its ``reference_completion``), so the engine knows nothing of any env's
-answer format.
+answer format. A step can draw several demonstrations of each task it draws (``demos_per_task``):
+the task's prompt then runs once and its key/value cache serves all of them (`shared_completion_loss`).
 
 A warm-up can be saved every ``save_every`` steps (`save`) and resumed from such a state (`resume`):
 the optimizer, the schedule, the demonstration sampler's and torch's random states travel with it, so a
@@ -19,13 +20,13 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from vpo_core.adapters.local.policy import Policy, left_padded_positions
-from vpo_core.adapters.local.rundir import STATE_MISFIT_ERRORS
 from vpo_core.env import TextEnv
 from vpo_core.errors import ConfigError, RunDirError
+from vpo_core.models.policy import Policy, left_padded_positions
+from vpo_core.runs import STATE_MISFIT_ERRORS
 from vpo_core.types import Task
 
-__all__ = ["completion_loss", "warm_up"]
+__all__ = ["completion_loss", "shared_completion_loss", "warm_up"]
 
 
 def warm_up(
@@ -39,6 +40,7 @@ def warm_up(
     batch_size: int,
     lr: float,
     seed: int,
+    demos_per_task: int = 1,
     log: Callable[[int, float], None] | None = None,
     resume: dict[str, Any] | None = None,
     save: Callable[[dict[str, Any]], None] | None = None,
@@ -49,13 +51,18 @@ def warm_up(
     Args:
         policy: The model and tokenizer to train (in place).
         env: Renders the prompts and writes the demonstrations.
-        tasks: The training tasks; each step draws `batch_size` of them with replacement.
+        tasks: The training tasks; each step draws ``batch_size // demos_per_task`` of them with
+            replacement.
         mode: ``"single"`` or ``"multi"``, the method's prompt mode.
         m: Answers per completion in multi mode.
         steps: Warm-up steps in all (a resumed warm-up runs the rest).
-        batch_size: Examples per step.
+        batch_size: Examples (demonstrations) per step, a multiple of `demos_per_task`.
         lr: Peak learning rate (linear warm-up over 20 steps, linear decay to 10 %).
         seed: Seeds the demonstration sampler.
+        demos_per_task: Demonstrations drawn for each task a step draws (each its own
+            ``env.demonstration`` call, e.g. another random route of the same maze); the task's prompt
+            runs once for them. 1: every example has its own task (and the step draws exactly what
+            earlier versions drew).
         log: Called with (step, loss) after every step.
         resume: A state `save` was given earlier (the policy already holds the weights saved with it):
             the warm-up goes on from its step.
@@ -69,8 +76,15 @@ def warm_up(
         The loss of every step (the resumed ones included).
 
     Raises:
+        ConfigError: If `batch_size` is not a multiple of `demos_per_task`, or the env offers no
+            demonstrations.
         RunDirError: If the `resume` state does not fit the model or the schedule.
     """
+    if demos_per_task < 1 or batch_size % demos_per_task:
+        raise ConfigError(
+            f"warmup_batch={batch_size} must be a multiple of warmup_demos={demos_per_task} (demonstrations per "
+            "task in a warm-up step), e.g. warmup_batch=16 warmup_demos=2."
+        )
     rng = np.random.default_rng([seed, 7])
     tok = policy.tokenizer
     prompts = {task.id: policy.prompt_text(env.render_prompt(task, mode=mode, m=m)) for task in tasks}  # type: ignore[arg-type]
@@ -92,14 +106,16 @@ def warm_up(
         losses, first = list(resume["losses"]), int(resume["step"])
     policy.model.train()
     for step in range(first, steps):
-        batch = [tasks[int(i)] for i in rng.integers(len(tasks), size=batch_size)]
-        texts, completions = [], []
+        batch = [tasks[int(i)] for i in rng.integers(len(tasks), size=batch_size // demos_per_task)]
+        texts, completions, row_prompt = [], [], []  # the step's prompts; its completions and their prompt
         for task in batch:
-            completion = env.demonstration(task, mode=mode, m=m, rng=rng)  # type: ignore[arg-type]
-            if completion is None:
+            drawn = [env.demonstration(task, mode=mode, m=m, rng=rng) for _ in range(demos_per_task)]  # type: ignore[arg-type]
+            drawn = [completion for completion in drawn if completion is not None]
+            if not drawn:
                 continue
             texts.append(prompts[task.id])
-            completions.append(completion + tok.eos_token)
+            completions.extend(completion + tok.eos_token for completion in drawn)
+            row_prompt.extend([len(texts) - 1] * len(drawn))
         if not texts:
             raise ConfigError(
                 f"{env.env_id} offers no demonstrations or reference completions to warm up on; pass "
@@ -107,7 +123,10 @@ def warm_up(
             )
         prompt_ids = tok(texts, add_special_tokens=False)["input_ids"]
         completion_ids = tok(completions, add_special_tokens=False)["input_ids"]
-        loss = completion_loss(policy, prompt_ids, completion_ids)
+        if demos_per_task == 1:
+            loss = completion_loss(policy, prompt_ids, completion_ids)
+        else:
+            loss = shared_completion_loss(policy, prompt_ids, completion_ids, row_prompt)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(policy.model.parameters(), 1.0)
@@ -165,3 +184,75 @@ def completion_loss(
     logits = logits[:, :-1].float()  # (B, keep - 1, V): position t predicts token t + 1
     targets = labels[:, length - keep + 1 :]
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=-100)
+
+
+def shared_completion_loss(
+    policy: Policy,
+    prompt_ids: Sequence[list[int]],
+    completion_ids: Sequence[list[int]],
+    row_prompt: Sequence[int],
+) -> torch.Tensor:
+    """`completion_loss` of rows that share prompts, each distinct prompt run once.
+
+    The prompts run left-padded in one forward pass that keeps their key/value cache (with
+    gradients); the cache is gathered to the completions (so a prompt's gradients sum over its
+    completions) and only the completions run per row, right-padded, as `Policy.log_probs` does for
+    a group's rollouts. The loss and gradients are those of `completion_loss` over the rows
+    ``prompt_ids[row_prompt[i]] + completion_ids[i]`` (to float rounding), with the prompt work divided
+    by the completions per prompt.
+
+    Args:
+        policy: The model and tokenizer.
+        prompt_ids: Token ids of each distinct prompt, U lists.
+        completion_ids: Token ids of each completion (ending with EOS), N lists.
+        row_prompt: The index into `prompt_ids` of each completion's prompt, N ints.
+
+    Returns:
+        The mean next-token cross-entropy over every completion token, a scalar tensor with gradients.
+
+    Raises:
+        ValueError: If `row_prompt` does not give one prompt index in ``[0, U)`` per completion.
+    """
+    if len(row_prompt) != len(completion_ids) or not all(0 <= i < len(prompt_ids) for i in row_prompt):
+        raise ValueError(
+            f"row_prompt needs one index in [0, {len(prompt_ids)}) per completion ({len(completion_ids)}), "
+            f"got {list(row_prompt)[:8]}..."
+        )
+    pad, device = policy.tokenizer.pad_token_id, policy.device
+    width = max(len(p) for p in prompt_ids)
+    prompts = torch.full((len(prompt_ids), width), pad, dtype=torch.long)
+    prompt_mask = torch.zeros_like(prompts)
+    for index, ids in enumerate(prompt_ids):
+        prompts[index, width - len(ids) :] = torch.tensor(ids)
+        prompt_mask[index, width - len(ids) :] = 1
+    length = max(len(c) for c in completion_ids)
+    completions = torch.full((len(completion_ids), length), pad, dtype=torch.long)
+    labels = torch.full_like(completions, -100)
+    for index, ids in enumerate(completion_ids):
+        completions[index, : len(ids)] = torch.tensor(ids)
+        labels[index, : len(ids)] = torch.tensor(ids)
+    rows = torch.tensor(list(row_prompt), dtype=torch.long, device=device)
+    prompts, prompt_mask = prompts.to(device), prompt_mask.to(device)
+    completions, labels = completions.to(device), labels.to(device)
+    prompt_out = policy.model(
+        input_ids=prompts,
+        attention_mask=prompt_mask,
+        position_ids=left_padded_positions(prompt_mask),
+        use_cache=True,
+        logits_to_keep=1,  # the last prompt position predicts the first completion token
+    )
+    cache = prompt_out.past_key_values
+    cache.batch_select_indices(rows)  # (U, ...) -> (N, ...): a gather, so gradients sum per prompt
+    logits = prompt_out.logits[rows]  # (N, 1, V)
+    if length > 1:
+        row_mask = prompt_mask[rows]
+        rest = policy.model(
+            input_ids=completions[:, :-1],  # right padding comes after a row's tokens: causal attention ignores it
+            attention_mask=torch.cat([row_mask, torch.ones_like(completions[:, :-1])], dim=1),
+            position_ids=row_mask.sum(dim=1, keepdim=True) + torch.arange(length - 1, device=device),
+            past_key_values=cache,
+            use_cache=True,
+        ).logits  # (N, L_c - 1, V): position t predicts completion token t + 1
+        logits = torch.cat([logits, rest], dim=1)
+    logits = logits.float()
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=-100)

@@ -25,10 +25,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vpo_core.adapters.local.sampling import SamplingSettings
 from vpo_core.cli_config import option, run_cli
 from vpo_core.errors import ConfigError, UserError
 from vpo_core.methods import METHODS, get_method
+from vpo_core.models.settings import SamplingSettings
 from vpo_core.objectives import GROUPS_PER_BLOCK
 from vpo_core.registry import DEFAULT_ENV
 from vpo_core.weights import check_weight_options, weight_sampler_help
@@ -153,7 +153,7 @@ def _default_model_dir(config: TRLTrainConfig, env: Any, tasks: list[Any], mode:
     """Build the local engine's small default model from the env's text and save it (TRL loads its reference from disk)."""
     import numpy as np
 
-    from vpo_core.adapters.local.policy import new_policy
+    from vpo_core.models.policy import new_policy
 
     rng = np.random.default_rng([config.seed, 1])
     texts: list[str] = []
@@ -184,7 +184,7 @@ def _prompt_dataset(config: TRLTrainConfig, env: Any, tasks: list[Any], tokenize
     """
     from datasets import Dataset
 
-    from vpo_core.adapters.local.samplers import render_chat
+    from vpo_core.models.chat import render_chat
 
     method = get_method(config.method)
     m = method.resolve_m(config.m)
@@ -278,8 +278,8 @@ def prepare(config: TRLTrainConfig) -> Prepared:
         ConfigError: An unknown env id or an env option its constructor refuses.
         MissingDataError, DataFileError: The env's data or the model directory is missing or unusable.
     """
-    from vpo_core.adapters.local.policy import answer_stops
-    from vpo_core.adapters.local.train import env_tasks, make_env
+    from vpo_core.models.policy import answer_stops
+    from vpo_core.registry import env_tasks, make_env
 
     env = make_env(config.env, config.env_options)
     method = get_method(config.method)
@@ -319,8 +319,8 @@ def _check_model_dir(path: Path) -> None:
     Raises:
         MissingDataError: Naming what is missing.
     """
-    from vpo_core.adapters.local.policy import load_tokenizer
     from vpo_core.errors import MissingDataError
+    from vpo_core.models.policy import load_tokenizer
 
     if not path.is_dir():
         raise MissingDataError(
@@ -343,8 +343,8 @@ def _load_model(config: TRLTrainConfig, model_dir: Path) -> tuple[Any, Any]:
     """
     from transformers import AutoModelForCausalLM
 
-    from vpo_core.adapters.local.policy import load_tokenizer
     from vpo_core.errors import DataFileError
+    from vpo_core.models.policy import load_tokenizer
 
     tokenizer = load_tokenizer(model_dir, add_pad=False)
     try:
@@ -367,8 +367,8 @@ def build_trainer(config: TRLTrainConfig, prepared: Prepared | None = None) -> A
     Returns:
         The trainer (call ``.train()``).
     """
-    from vpo_core.adapters.local.samplers import template_prefill
     from vpo_core.adapters.trl.trainer import EnvScorer, VPOGRPOTrainer
+    from vpo_core.models.chat import template_prefill
 
     p = prepared if prepared is not None else prepare(config)
     model, tokenizer = _load_model(config, p.model_dir)
@@ -418,8 +418,8 @@ def evaluate_model(config: TRLTrainConfig, p: Prepared, model_dir: Path, *, whic
     Returns:
         An `EvalResult`.
     """
-    from vpo_core.adapters.local.evaluation import evaluate_policy
-    from vpo_core.adapters.local.policy import load_policy
+    from vpo_core.evaluation import evaluate_policy
+    from vpo_core.models.policy import load_policy
 
     policy = load_policy(model_dir, config.device)
     policy.chat_template_kwargs = dict(p.env.profile.chat_template_kwargs)
@@ -453,8 +453,8 @@ def write_report(
 ) -> dict[str, Any]:
     """``report.json`` (the local engine's keys), ``report.md`` and ``best_at_k.png`` of a TRL run."""
     from vpo_core import strict_json
-    from vpo_core.adapters.local.evaluation import before_after, markdown_table
-    from vpo_core.adapters.local.plots import plot_best_at_k
+    from vpo_core.evaluation import before_after, markdown_table
+    from vpo_core.evaluation.plots import plot_best_at_k
 
     run_dir = config.run_dir
     report: dict[str, Any] = {"config": asdict(config), "run_dir": str(run_dir), "run_id": run_id}
@@ -490,7 +490,7 @@ def run(config: TRLTrainConfig) -> dict[str, Any]:
     Raises:
         UserError: A problem with the options, the env's data or the model directory (before training).
     """
-    from vpo_core.adapters.local.rundir import model_digest
+    from vpo_core.runs import model_digest
 
     started = time.perf_counter()
     p = prepare(config)

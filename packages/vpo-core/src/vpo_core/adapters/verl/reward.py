@@ -14,15 +14,15 @@ from typing import Any
 
 import numpy as np
 
-from vpo_core.adapters.local.samplers import template_prefill
 from vpo_core.advantages import rollout_scalars
 from vpo_core.env import TextEnv
 from vpo_core.methods import get_method
 from vpo_core.metrics import reward_diversity
+from vpo_core.models.chat import template_prefill
 from vpo_core.registry import make
 from vpo_core.weights import check_weight_sampler
 
-__all__ = ["score_trajectory", "template_prefill"]
+__all__ = ["score_trajectory"]
 
 
 @lru_cache(maxsize=16)

@@ -11,8 +11,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from vpo_core.adapters.local.policy import new_policy
 from vpo_core.adapters.local.warmup import completion_loss
+from vpo_core.models.policy import new_policy
 
 TEXTS = ["go left then right", "UP DOWN LEFT RIGHT <route_1> </route_1>", "a maze of 9 by 9 cells"] * 4
 

@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from vpo_core.adapters.local.policy import load_tokenizer
-from vpo_core.adapters.local.samplers import render_chat, template_prefill, with_prefill
+from vpo_core.models.chat import render_chat, template_prefill, with_prefill
+from vpo_core.models.policy import load_tokenizer
 from vpo_core.types import Message
 
 __all__ = ["VllmSampler", "choose_backend", "completion_texts", "sampling_requests"]

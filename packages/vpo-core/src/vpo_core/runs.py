@@ -1,6 +1,7 @@
-"""`RunDir`: the one definition of a local run directory's layout.
+"""`RunDir`: the one definition of a run directory's layout, shared by training and evaluation.
 
-``apps/train.py`` writes it and ``apps/evaluate.py`` reads it, both only through this class.
+``apps/train.py`` writes it and ``apps/evaluate.py`` reads it, both only through this class (the TRL
+engine names its run by the same `model_digest`).
 
 Layout::
 

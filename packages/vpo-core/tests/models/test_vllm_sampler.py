@@ -15,8 +15,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from vpo_core.adapters.local.policy import EOS, build_tokenizer
-from vpo_core.adapters.local.vllm_sampler import choose_backend, completion_texts, sampling_requests
+from vpo_core.models.policy import EOS, build_tokenizer
+from vpo_core.models.vllm import choose_backend, completion_texts, sampling_requests
 
 ROOT = Path(__file__).resolve().parents[4]
 needs_no_vllm = pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vLLM is installed here")

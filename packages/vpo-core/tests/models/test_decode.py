@@ -14,8 +14,8 @@ import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from vpo_core.adapters.local import decode
-from vpo_core.adapters.local.policy import Policy, new_policy
+from vpo_core.models import decode
+from vpo_core.models.policy import Policy, new_policy
 
 TEXTS = ["go left then right", "UP DOWN LEFT RIGHT <route_1> </route_1>", "a maze of 9 by 9 cells"] * 4
 PROMPTS = ["go left", "a maze of 9 by 9 cells then go", "UP"]  # different lengths: left padding

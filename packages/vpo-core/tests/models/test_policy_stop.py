@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import vpo_core
-from vpo_core.adapters.local.policy import answer_stops, new_policy
+from vpo_core.models.policy import answer_stops, new_policy
 
 TEXTS = ["go left then right", "UP DOWN LEFT RIGHT <route_1> </route_1>", "a maze of 9 by 9 cells"] * 4
 

@@ -1,6 +1,6 @@
 import torch
 
-from vpo_core.adapters.local.policy import Policy
+from vpo_core.models.policy import Policy
 from vpo_core.types import Message
 
 

@@ -20,9 +20,9 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenize
 from transformers.cache_utils import StaticCache, StaticLayer
 from transformers.generation.stopping_criteria import StopStringCriteria
 
-from vpo_core.adapters.local import decode
-from vpo_core.adapters.local.samplers import render_chat, template_prefill, with_prefill
 from vpo_core.errors import ConfigError, DataFileError, MissingDataError, UserError
+from vpo_core.models import decode
+from vpo_core.models.chat import render_chat, template_prefill, with_prefill
 from vpo_core.types import Message
 
 __all__ = [

@@ -4,7 +4,7 @@ A chat template may write text into the generation prompt because of its options
 ``enable_thinking=False`` ends the prompt with an empty think block (two newlines in ``<think>`` tags,
 two after). That text is part of the assistant's turn, and an env may score it, yet no server returns
 it: it is prompt, not completion. Training and local evaluation know it from the tokenizer
-(`vpo_core.adapters.local.samplers.template_prefill`); a client of a served model has no tokenizer
+(`vpo_core.models.chat.template_prefill`); a client of a served model has no tokenizer
 (``pip install vpo-core`` brings no transformers), so it asks the server.
 
 vLLM's OpenAI-compatible server has two endpoints for this, at the server's root (not under ``/v1``):

@@ -27,7 +27,7 @@ the prompt, so no server returns it. With ``completions`` the prompt is rendered
 is known exactly. With ``chat`` the server renders the prompt; the pre-fill is taken from ``tokenizer=``
 when one is given (assumed to carry the served checkpoint's template), else learned from the vLLM
 server itself, per conversation, through its ``/tokenize`` and ``/detokenize`` endpoints
-(`vpo_core.chat_prefill`). A server that cannot say (no ``/tokenize``) gets no request with template
+(`vpo_core.models.prefill`). A server that cannot say (no ``/tokenize``) gets no request with template
 options: the sampler is refused at construction, naming ``tokenizer=`` as the fix.
 """
 
@@ -40,8 +40,6 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from vpo_core.adapters.local.samplers import template_prefill, with_prefill
-from vpo_core.chat_prefill import PROBE, PrefillError, ServerPrefill, served_by_vllm
 from vpo_core.errors import ServerError
 from vpo_core.http_json import (
     DeadlineError,
@@ -52,6 +50,8 @@ from vpo_core.http_json import (
     for_terminal,
     request_json,
 )
+from vpo_core.models.chat import template_prefill, with_prefill
+from vpo_core.models.prefill import PROBE, PrefillError, ServerPrefill, served_by_vllm
 from vpo_core.types import Message
 
 __all__ = ["SERVERS", "VLLM_ONLY_FIELDS", "EndpointError", "OpenAISampler"]
@@ -146,7 +146,7 @@ class OpenAISampler:
                 "api=completions renders prompts locally: pass tokenizer=<the checkpoint's directory>, or use api=chat."
             )
         if tokenizer is not None and not hasattr(tokenizer, "apply_chat_template"):
-            from vpo_core.adapters.local.policy import load_tokenizer
+            from vpo_core.models.policy import load_tokenizer
 
             tokenizer = load_tokenizer(tokenizer)
         self.tokenizer = tokenizer
@@ -236,7 +236,7 @@ class OpenAISampler:
     def prompt_text(self, messages: Sequence[Message]) -> str:
         """The prompt as `sample` takes it: the rendered text (completions API) or the messages as JSON (chat)."""
         if self.api == "completions":
-            from vpo_core.adapters.local.samplers import render_chat
+            from vpo_core.models.chat import render_chat
 
             return render_chat(self.tokenizer, messages, self.chat_template_kwargs)
         return json.dumps([dict(m) for m in messages])

@@ -1,9 +1,10 @@
-"""Evaluation samplers around a local model: chat rendering with the env's template options.
+"""Chat rendering with the env's template options, and the text the template pre-fills.
 
-Every sampler has the `evaluation.Sampler` interface: ``prompt_text(messages)`` gives the prompt as
-its ``sample`` takes it, and ``sample`` returns the completion texts prompt-major. The chat template's
-keyword options (an env's ``profile.chat_template_kwargs``, e.g. Qwen3's ``enable_thinking=False``)
-are given once, when the sampler is built, and applied to every prompt it renders.
+Every sampler of `vpo_core.models` has the `vpo_core.evaluation.Sampler` interface: ``prompt_text(messages)``
+gives the prompt as its ``sample`` takes it (`render_chat`), and ``sample`` returns the completion texts
+prompt-major. The chat template's keyword options (an env's ``profile.chat_template_kwargs``, e.g. Qwen3's
+``enable_thinking=False``) are given once, when the sampler is built (`Policy.chat_template_kwargs`), and
+applied to every prompt it renders.
 
 Every sampler returns the whole assistant turn: text a chat template pre-fills at the start of the
 assistant turn (Qwen3 with ``enable_thinking=False`` writes an empty think block into the generation
@@ -13,13 +14,12 @@ prompt) is part of the prompt's tokens, never generated, yet the env scores it a
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from vpo_core.types import Message
 
-__all__ = ["TransformersSampler", "render_chat", "template_prefill", "with_prefill"]
+__all__ = ["render_chat", "template_prefill", "with_prefill"]
 
 
 def render_chat(tokenizer: Any, messages: Sequence[Message], template_kwargs: Mapping[str, Any] | None = None) -> str:
@@ -83,44 +83,3 @@ def with_prefill(prompts: Sequence[str], texts: Sequence[str], num_samples: int,
     if not prefill:
         return list(texts)
     return [(prefill if prompts[i // num_samples].endswith(prefill) else "") + t for i, t in enumerate(texts)]
-
-
-class TransformersSampler:
-    """Samples with a local `Policy` (transformers ``generate``), rendering prompts with the template options.
-
-    Args:
-        policy: The loaded policy (`vpo_core.adapters.local.policy.Policy`).
-        chat_template_kwargs: Extra variables of the chat template.
-    """
-
-    def __init__(self, policy: Any, chat_template_kwargs: Mapping[str, Any] | None = None) -> None:
-        self.chat_template_kwargs = dict(chat_template_kwargs or {})
-        # the policy renders and pre-fills with these options (a shallow copy: same model and tokenizer)
-        self.policy = dataclasses.replace(policy, chat_template_kwargs=self.chat_template_kwargs)
-        self.tokenizer = policy.tokenizer
-
-    def prompt_text(self, messages: Sequence[Message]) -> str:
-        """The prompt text (the tokenizer's chat template with `chat_template_kwargs`)."""
-        return render_chat(self.tokenizer, messages, self.chat_template_kwargs)
-
-    def sample(
-        self,
-        prompts: Sequence[str],
-        *,
-        num_samples: int,
-        max_new_tokens: int,
-        temperature: float,
-        top_p: float = 1.0,
-        seed: int | None = None,
-    ) -> list[str]:
-        """The P·num_samples whole assistant turns (prompt-major; the template's pre-fill included)."""
-        return list(
-            self.policy.sample(
-                prompts,
-                num_samples=num_samples,
-                max_new_tokens=max_new_tokens,
-                temperature=temperature,
-                top_p=top_p,
-                seed=seed,
-            )
-        )
