@@ -5,7 +5,7 @@ A fenced block preceded by a marker comment is checked:
 - ``<!-- run -->`` before a ```` ```python ```` block: the block runs in a fresh interpreter and must exit 0;
 - ``<!-- run -->`` before a ```` ```bash ```` block: each command runs in a subprocess and must exit 0;
 - ``<!-- parse -->`` before a ```` ```bash ```` block: each command's options are checked by the parser of
-  the command it names (``apps/train.py`` for each engine, ``apps/evaluate.py``, ``vpo-eval``), without
+  the command it names (``apps/train.py`` for each engine, ``apps/evaluate.py``, ``apps/search.py``, ``vpo-eval``), without
   training, sampling or contacting a server. Its ``--help`` commands run, since they are cheap.
 
 In both kinds of bash block, setup lines (``uv sync``, ``pip install``, ``hf download``) are skipped, and
@@ -124,10 +124,10 @@ def _parse_train(args: list[str]) -> None:
         from vpo_core.adapters.verl import launch
         from vpo_core.adapters.verl.recipes import cell
 
-        own, env_config, _, _ = launch._parse(rest)
-        launch._check_model(own.get("model"))
-        check_env(str(own["env"]), env_config)
-        cell(str(own["env"]), str(own.get("method", "vpo")), m=own.get("m"), n=own.get("n", 8), model=own.get("model"))
+        config = launch.parse_launch(rest)
+        launch._check_model(config.model)
+        check_env(str(config.env), config.env_options)
+        cell(str(config.env), config.method, m=config.m, n=config.n, model=config.model)
 
 
 def _parse_only(argv: list[str]) -> None:
@@ -140,6 +140,10 @@ def _parse_only(argv: list[str]) -> None:
         from vpo_core.cli_config import parse_config
 
         parse_config(EvalConfig, args, prog="apps/evaluate.py", passthrough={"env": "env_options"})
+    elif script == "search.py":
+        from vpo_search.config import parse_args
+
+        parse_args(args)
     elif script == "vpo-eval":
         from vpo_core.eval_cli import _parser
 

@@ -114,17 +114,12 @@ def test_registry_and_cli(tmp_path, capsys):
     env = vpo_core.make("eureqa-v1", data_dir=str(DATA))
     assert len(env.tasks("test")) == 4
     out = tmp_path / "t.jsonl"
-    assert cli_main(["export", "--config", f"data_dir={DATA}", "--mode", "multi", "--out", str(out)]) == 0
+    assert cli_main(["export", f"env.data_dir={DATA}", "mode=multi", f"out={out}"]) == 0
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     completions = tmp_path / "c.jsonl"
     completions.write_text(
         "".join(json.dumps({"index": r["index"], "completion": r["reference"]}) + "\n" for r in rows)
     )
     capsys.readouterr()
-    assert (
-        cli_main(
-            ["score", "--config", f"data_dir={DATA}", "--completions", str(completions), "--mode", "multi", "--json"]
-        )
-        == 0
-    )
+    assert cli_main(["score", f"env.data_dir={DATA}", f"completions={completions}", "mode=multi", "json=true"]) == 0
     assert json.loads(capsys.readouterr().out)["best_at_k"] == {"best@1": 1.0, "best@3": 1.0}

@@ -148,10 +148,7 @@ def test_registry_and_cli(tmp_path, capsys):
         json.dumps({"index": 0, "completion": right}) + "\n" + json.dumps({"index": 0, "completion": "x"}) + "\n"
     )
     capsys.readouterr()
-    assert (
-        cli_main(["score", "--config", f"data_dir={DATA / 'deepcoder'}", "--completions", str(completions), "--json"])
-        == 0
-    )
+    assert cli_main(["score", f"env.data_dir={DATA / 'deepcoder'}", f"completions={completions}", "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["pass@1"] == 0.5
     assert summary["pass_rate"] == 0.5

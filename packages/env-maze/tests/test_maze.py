@@ -278,10 +278,10 @@ def test_registry_gym_and_bad_config():
 
 # --------------------------------------------------------------------------------------- CLI
 def test_cli_render_export_score(tmp_path, capsys):
-    assert cli_main(["render", "--split", "test", "--index", "0"]) == 0
+    assert cli_main(["render", "split=test", "index=0"]) == 0
     assert "S . . . . . . D ." in capsys.readouterr().out
     out = tmp_path / "test.jsonl"
-    assert cli_main(["export", "--split", "test", "--mode", "multi", "--out", str(out), "--config", "test_size=4"]) == 0
+    assert cli_main(["export", "split=test", "mode=multi", f"out={out}", "env.test_size=4"]) == 0
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(rows) == 4
     completions = tmp_path / "c.jsonl"
@@ -289,7 +289,7 @@ def test_cli_render_export_score(tmp_path, capsys):
         "\n".join(json.dumps({"index": r["index"], "completion": r["reference"]}) for r in rows) + "\n"
     )
     capsys.readouterr()
-    assert cli_main(["score", "--completions", str(completions), "--mode", "multi", "--json"]) == 0
+    assert cli_main(["score", f"completions={completions}", "mode=multi", "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["fraction_of_optimum"] == pytest.approx(1.0)
     assert summary["best_at_k"]["best@3"] == pytest.approx(
@@ -297,4 +297,4 @@ def test_cli_render_export_score(tmp_path, capsys):
     )
     completions.write_text('{"idx": 0}\n')
     with pytest.raises(SystemExit, match="expected"):
-        cli_main(["score", "--completions", str(completions)])
+        cli_main(["score", f"completions={completions}"])

@@ -128,15 +128,15 @@ def test_offline_errors_name_both_ways(monkeypatch, tmp_path):
 def test_registry_and_cli(tmp_path, capsys):
     env = vpo_core.make("musique-v1", data_dir=str(DATA), test_per_hop=1)
     assert len(env.tasks("test")) == 3
-    config = ["--config", f"data_dir={DATA}", "--config", "test_per_hop=2"]
+    config = [f"env.data_dir={DATA}", "env.test_per_hop=2"]
     out = tmp_path / "t.jsonl"
-    assert cli_main(["export", *config, "--out", str(out)]) == 0
+    assert cli_main(["export", *config, f"out={out}"]) == 0
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     completions = tmp_path / "c.jsonl"
     completions.write_text(
         "".join(json.dumps({"index": r["index"], "completion": r["reference"]}) + "\n" for r in rows)
     )
     capsys.readouterr()
-    assert cli_main(["score", *config, "--completions", str(completions), "--json"]) == 0
+    assert cli_main(["score", *config, f"completions={completions}", "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["mean_reward"]["answer_f1"] == 1.0

@@ -224,7 +224,7 @@ def test_offline_without_data_says_how_to_get_it(monkeypatch):
 # -------------------------------------------------------------------------------------- CLI
 def test_cli_export_and_score(tmp_path, capsys):
     out = tmp_path / "test.jsonl"
-    assert cli_main(["export", "--config", f"data_dir={DATA}", "--out", str(out)]) == 0
+    assert cli_main(["export", f"env.data_dir={DATA}", f"out={out}"]) == 0
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(rows) == 80
     completions = tmp_path / "c.jsonl"
@@ -232,7 +232,7 @@ def test_cli_export_and_score(tmp_path, capsys):
     lines += [json.dumps({"index": r["index"], "completion": ""}) for r in rows[:10]]
     completions.write_text("\n".join(lines) + "\n")
     capsys.readouterr()
-    assert cli_main(["score", "--config", f"data_dir={DATA}", "--completions", str(completions), "--json"]) == 0
+    assert cli_main(["score", f"env.data_dir={DATA}", f"completions={completions}", "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["mean_reward"] == {"format": 0.5, "tool_name": 0.5, "arg_key": 0.5, "arg_value": 0.5}
     assert summary["best_at_k"] == {"best@1": 0.5}

@@ -183,7 +183,7 @@ def test_failing_endpoint_stops_with_a_clear_error_and_keeps_progress(env, tmp_p
 
 def test_command_line_run_and_report(env, tmp_path, openai_server, no_proxy, chain_of, capsys):
     server = openai_server(Script(chain_of(WRONG, RIGHT, None)), model="vpo")
-    args = [f"base_url={server.base_url}", f"out={tmp_path}", "env_args.source=lcb_lite", f"env_args.data_dir={DATA}"]
+    args = [f"base_url={server.base_url}", f"out={tmp_path}", "env.source=lcb_lite", f"env.data_dir={DATA}"]
     assert cli_main([*args, "problems=0", "iterations=2", "num_islands=1"]) == 0
     assert "[1/1] vpo lcb-v1/test/0: 1 iterations, solved" in capsys.readouterr().out
     report = json.loads((tmp_path / "search.json").read_text())

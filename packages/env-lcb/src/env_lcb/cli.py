@@ -1,6 +1,6 @@
 """``env-lcb`` / ``python -m env_lcb``: render, export and score code tasks (see vpo_core.envcli).
 
-Pass the data with ``--config data_dir=DIR`` (and ``--config source=lcb_lite`` for LiveCodeBench jsonl).
+Pass the data with ``env.data_dir=DIR`` (and ``env.source=lcb_lite`` for LiveCodeBench jsonl).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """``env-musique`` / ``python -m env_musique``: render, export and score MuSiQue tasks (see vpo_core.envcli).
 
-Pass a local copy with ``--config data_dir=DIR``; without it the data come from the Hub.
+Pass a local copy with ``env.data_dir=DIR``; without it the data come from the Hub.
 """
 
 from __future__ import annotations

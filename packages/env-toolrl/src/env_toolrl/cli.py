@@ -1,6 +1,6 @@
 """``env-toolrl`` / ``python -m env_toolrl``: render, export and score ToolRL tasks (see vpo_core.envcli).
 
-Pass the data folder with ``--config data_dir=DIR`` (or set ``VPO_TOOLRL_DIR``).
+Pass the data folder with ``env.data_dir=DIR`` (or set ``VPO_TOOLRL_DIR``).
 """
 
 from __future__ import annotations

@@ -12,14 +12,14 @@ importing only the env's package (no engine, no torch, no dataset download):
   ``train_size: int``, and ``true`` too: a boolean is not a number here) is refused; text options
   given a number (``env.data_dir=2024``) become text.
 
-The same type rule serves the Python API: `vpo_core.make` checks its keywords with `check_options`,
+The type rules are the option layer's (`vpo_core.cli_config.check_value`), read from the record's field
+annotations. The same rules serve the Python API: `vpo_core.make` checks its keywords with `check_options`,
 and an env's config record can check its own fields with `check_fields` (``MazeConfig(train_size=True)``
 is refused, not read as one task). Every refusal is a `vpo_core.errors.ConfigError` naming the option.
 
 Example:
-    >>> import inspect
     >>> def ctor(train_size: int = 10, data_dir: "str | None" = None): ...
-    >>> check_options(inspect.signature(ctor), {"data_dir": 2024}, env_id="demo-v1")
+    >>> check_options(ctor, {"data_dir": 2024}, env_id="demo-v1")
     {'data_dir': '2024'}
 """
 
@@ -28,73 +28,81 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import inspect
-import numbers
-import os
+import types
+import typing
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from vpo_core.cli_config import check_value
 from vpo_core.errors import ConfigError
 from vpo_core.registry import resolve_env_class
 
-__all__ = ["check_env", "check_fields", "check_options", "options_signature"]
-
-_SIMPLE: dict[str, tuple[type, ...]] = {
-    "int": (int,),
-    "float": (int, float),
-    "bool": (bool,),
-    "str": (str,),
-    "None": (type(None),),
-    "os.PathLike[str]": (str,),
-    "Path": (str,),
-    "pathlib.Path": (str,),
-}
+__all__ = ["OptionTypes", "check_env", "check_fields", "check_options", "option_types"]
 
 
-def _allowed(annotation: Any) -> tuple[type, ...] | None:
-    """The Python types a simple annotation admits (None when it is not simple enough to check)."""
-    if annotation is inspect.Parameter.empty:
-        return None
-    text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", str(annotation))
-    kinds: list[type] = []
-    for part in str(text).strip("'\"").split("|"):
-        found = _SIMPLE.get(part.strip().removeprefix("typing."))
-        if found is None:
-            return None
-        kinds.extend(found)
-    return tuple(kinds)
+@dataclasses.dataclass(frozen=True)
+class OptionTypes:
+    """The options an env takes.
 
-
-def _is_bool(value: Any) -> bool:
-    """A boolean, Python's or NumPy's (``numpy.bool_`` is no `bool` subclass)."""
-    return isinstance(value, bool) or type(value).__name__ == "bool_"
-
-
-def _fits(value: Any, kinds: tuple[type, ...]) -> bool:
-    """Whether `value` is of one of `kinds`; a boolean is never a number (``True`` is not the size 1).
-
-    An integer of another type (``numpy.int64``) fits ``int`` and a real number fits ``float``; a path
-    object fits ``str``.
+    Attributes:
+        kinds: Option name -> (its annotation, whether it has a default).
+        open: Whether the constructor also takes any other keyword (``**kwargs``).
     """
-    if _is_bool(value):  # YAML's true/false and Python's True/False are booleans, not the integers 1/0
-        return bool in kinds
-    if isinstance(value, kinds):
-        return True
-    if int in kinds and isinstance(value, numbers.Integral):
-        return True
-    if float in kinds and isinstance(value, numbers.Real):
-        return True
-    return str in kinds and isinstance(value, os.PathLike)
+
+    kinds: dict[str, tuple[Any, bool]]
+    open: bool = False
 
 
-def _names(kinds: tuple[type, ...]) -> str:
-    return " or ".join(sorted({k.__name__.replace("NoneType", "null") for k in kinds}))
+def _type_names(kind: Any) -> str:
+    """How the messages name a type: ``int``, ``null or str``, ``float``."""
+    if typing.get_origin(kind) in (typing.Union, types.UnionType):
+        return " or ".join(sorted(_type_names(a) for a in typing.get_args(kind)))
+    if kind is type(None):
+        return "null"
+    if typing.get_origin(kind) is not None:
+        return str(kind).replace("typing.", "")  # list[int], Literal['hub', 'lcb_lite']
+    return getattr(kind, "__name__", str(kind).removeprefix("typing."))
+
+
+def option_types(target: Callable[..., Any]) -> OptionTypes:
+    """The options of an env (class) or a constructor: its config record's fields, else its signature.
+
+    Annotations are resolved to types (``from __future__ import annotations`` leaves them as text); an
+    annotation that does not resolve is kept as text, which `check_value` does not check.
+    """
+    record = getattr(target, "config_cls", None)
+    if record is None and dataclasses.is_dataclass(target):
+        record = target
+    if record is not None:
+        hints = typing.get_type_hints(record)
+        missing = dataclasses.MISSING
+        return OptionTypes(
+            {
+                f.name: (hints[f.name], f.default is not missing or f.default_factory is not missing)
+                for f in dataclasses.fields(record)
+                if f.init
+            }
+        )
+    try:
+        signature = inspect.signature(target, eval_str=True)
+    except NameError:
+        signature = inspect.signature(target)
+    params = signature.parameters
+    return OptionTypes(
+        {
+            name: (Any if p.annotation is p.empty else p.annotation, p.default is not p.empty)
+            for name, p in params.items()
+            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+        },
+        open=any(p.kind is p.VAR_KEYWORD for p in params.values()),
+    )
 
 
 def check_fields(record: Any, *, env_id: str) -> None:
     """Check the field values of an env's config record against their annotations (call it in ``__post_init__``).
 
-    Only simple annotations are checked (``int``, ``float``, ``bool``, ``str``, ``None`` and unions of
-    them); a boolean fits only ``bool``, so ``train_size=True`` is refused rather than read as 1.
+    The rules are the option layer's (`vpo_core.cli_config.check_value`): a boolean fits only ``bool``,
+    so ``train_size=True`` is refused rather than read as 1, and text is not a number.
 
     Args:
         record: A dataclass instance (the env's ``config_cls``).
@@ -103,20 +111,21 @@ def check_fields(record: Any, *, env_id: str) -> None:
     Raises:
         ConfigError: One line naming the first option whose value has the wrong type.
     """
-    for field in dataclasses.fields(record):
-        kinds = _allowed(field.type)
-        value = getattr(record, field.name)
-        if kinds is not None and not _fits(value, kinds):
-            raise ConfigError(f"option {field.name} of {env_id} expects {_names(kinds)}, got {value!r}.")
+    for name, (kind, _) in option_types(type(record)).kinds.items():
+        value = getattr(record, name)
+        try:
+            check_value(value, kind)
+        except ValueError:
+            raise ConfigError(f"option {name} of {env_id} expects {_type_names(kind)}, got {value!r}.") from None
 
 
 def check_options(
-    signature: inspect.Signature, options: Mapping[str, Any], *, env_id: str, prefix: str = "env."
+    target: Callable[..., Any], options: Mapping[str, Any], *, env_id: str, prefix: str = "env."
 ) -> dict[str, Any]:
-    """Check constructor options against a signature; returns them, text options given numbers as text.
+    """Check constructor options against an env's option types; returns them, text options given numbers as text.
 
     Args:
-        signature: The constructor's (or its config record's) signature.
+        target: The env class (its ``config_cls`` is read) or a constructor (its signature is read).
         options: The options given.
         env_id: The env's id, for the messages.
         prefix: How the messages name an option: ``"env."`` for the command lines' ``env.<key>=``,
@@ -125,32 +134,27 @@ def check_options(
     Raises:
         ConfigError: One line naming the option that is wrong and what the constructor accepts.
     """
-    params = signature.parameters
-    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
-    named = [n for n, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    known = option_types(target)
+    named = list(known.kinds)
     listing = ", ".join(f"{prefix}{n}" for n in named) or "none"
     checked: dict[str, Any] = {}
     for key, value in options.items():
-        if key not in named:
-            if takes_any:
+        if key not in known.kinds:
+            if known.open:
                 checked[key] = value
                 continue
             close = difflib.get_close_matches(key, named, n=1)
             hint = f"did you mean {prefix}{close[0]}? " if close else ""
             raise ConfigError(f"{prefix}{key} is not an option of {env_id}; {hint}its options are: {listing}.")
-        kinds = _allowed(params[key].annotation)
-        if kinds is not None and not _fits(value, kinds):
-            if str in kinds and isinstance(value, (int, float)) and not _is_bool(value):
-                value = str(value)
-            else:
-                raise ConfigError(
-                    f"{prefix}{key} of {env_id} expects {_names(kinds)}, got {value!r} ({prefix}{key}=...)."
-                )
-        elif kinds is not None and int in kinds and isinstance(value, numbers.Integral) and not isinstance(value, int):
-            value = int(value)  # numpy.int64 and the like: the plain int a record's range check expects
-        checked[key] = value
-    missing = [n for n in named if params[n].default is inspect.Parameter.empty and n not in checked and not takes_any]
-    if missing:
+        kind = known.kinds[key][0]
+        try:
+            checked[key] = check_value(value, kind, text_from_numbers=True)
+        except ValueError:
+            raise ConfigError(
+                f"{prefix}{key} of {env_id} expects {_type_names(kind)}, got {value!r} ({prefix}{key}=...)."
+            ) from None
+    missing = [n for n, (_, has_default) in known.kinds.items() if not has_default and n not in checked]
+    if missing and not known.open:
         raise ConfigError(f"{env_id} needs {', '.join(f'{prefix}{n}=...' for n in missing)}.")
     return checked
 
@@ -180,10 +184,4 @@ def check_env(
             f"warning: env={env_id} has no version; using the latest installed, env={canonical} (recorded as "
             f"{canonical}; write env={canonical} to pin it)."
         )
-    return canonical, check_options(options_signature(cls), options, env_id=canonical)
-
-
-def options_signature(cls: type[Any]) -> inspect.Signature:
-    """The signature of an env's options: its config record's fields (types and defaults), else its constructor's."""
-    config_cls = getattr(cls, "config_cls", None)
-    return inspect.signature(config_cls if config_cls is not None else cls)
+    return canonical, check_options(cls, options, env_id=canonical)

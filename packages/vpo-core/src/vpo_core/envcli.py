@@ -1,23 +1,22 @@
 """A command line every env package exposes: render a task, export a split, score completions.
 
-    env-maze render --split test --index 0 --mode multi --m 3
-    env-maze export --split train --out train.jsonl
-    env-maze score --split test --completions completions.jsonl --mode multi --m 3
+    env-maze render split=test index=0 mode=multi m=3
+    env-maze export split=train out=train.jsonl
+    env-maze score split=test completions=completions.jsonl mode=multi m=3 env.test_size=20
 
 A completions file is JSON lines ``{"index": <task index>, "completion": "<text>"}``; several
 lines per index form that task's pool (iid samples in single mode, chains in multi mode). ``score``
 reports the paper's pool metrics with the same code as ``apps/evaluate.py`` (`vpo_core.evaluation.metrics`):
 best@k, pass@k, E_w[best@k], best@k of the env's ``profile.report_dims``, diversity and ρ̄.
 
-This command line keeps argparse rather than the apps' config layer (`vpo_core.cli_config`): an env
-package depends on vpo-core's numpy-only base install, and the config layer needs OmegaConf, which
-only the ``local`` extra installs; the subcommands and ``--flag`` syntax are also the env packages'
-published interface.
+Options are ``key=value`` and the env's own options ``env.KEY=VALUE`` (checked against the env's config
+record), parsed by the one option layer of every command (`vpo_core.cli_config`), which needs nothing
+beyond the standard library, so an env package's numpy-only install runs it.
 """
 
 from __future__ import annotations
 
-import argparse
+import dataclasses
 import json
 import sys
 from collections import defaultdict
@@ -27,44 +26,75 @@ from typing import Any
 
 import numpy as np
 
+from vpo_core.cli_config import ConfigError, HelpRequested, option, parse_config, split_command
 from vpo_core.env import TextEnv
+from vpo_core.env_options import check_options
 from vpo_core.evaluation.metrics import MetricName, metric_name, pool_summary
 from vpo_core.types import Mode
 
-__all__ = ["main", "score_pools"]
+__all__ = ["ExportOptions", "RenderOptions", "ScoreOptions", "main", "score_pools"]
 
 Extra = Callable[[TextEnv[Any, Any], Any, np.ndarray], dict[str, float]]
 
 
-def _parser(prog: str) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=prog, description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    sub = parser.add_subparsers(dest="command", required=True)
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--split", default="test", help="split to use (default: test)")
-    common.add_argument("--mode", choices=["single", "multi"], default="single")
-    common.add_argument("--m", type=int, default=None, help="answers per completion (default 1 single, 3 multi)")
-    common.add_argument("--config", action="append", default=[], metavar="KEY=VALUE", help="env config option")
-    render = sub.add_parser("render", parents=[common], help="print the prompt of one task")
-    render.add_argument("--index", type=int, default=0)
-    export = sub.add_parser("export", parents=[common], help="write a split's prompts and references as JSONL")
-    export.add_argument("--out", type=Path, required=True)
-    score = sub.add_parser("score", parents=[common], help="score a JSONL of completions")
-    score.add_argument("--completions", type=Path, required=True)
-    score.add_argument("--json", action="store_true", help="print the summary as JSON")
-    return parser
+@dataclasses.dataclass
+class _Common:
+    """The options every subcommand takes."""
+
+    split: str = option("test", "split to use")
+    mode: str = option("single", "prompt mode: single or multi")
+    m: int | None = option(None, "answers per completion (default 1 in single mode, 3 in multi mode)")
+    env_options: dict[str, Any] = option(  # noqa: RUF009 - option() is dataclasses.field with a help text
+        default_factory=dict, help="an option of the env's config record (e.g. env.data_dir=/data, env.test_size=20)"
+    )
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("single", "multi"):
+            raise ValueError(f"mode must be single or multi, got mode={self.mode}.")
+        if self.m is not None and self.m < 1:
+            raise ValueError(f"m must be >= 1, got m={self.m}.")
+
+    @property
+    def answers(self) -> int:
+        """m, or the mode's default."""
+        return self.m if self.m is not None else (3 if self.mode == "multi" else 1)
 
 
-def _config(items: Sequence[str]) -> dict[str, Any]:
-    config: dict[str, Any] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise SystemExit(f"--config takes KEY=VALUE, got {item!r}.")
-        try:
-            config[key] = json.loads(value)
-        except json.JSONDecodeError:
-            config[key] = value
-    return config
+@dataclasses.dataclass(kw_only=True)
+class RenderOptions(_Common):
+    """``render``: print the prompt of one task."""
+
+    index: int = option(0, "the task's index in the split")
+
+
+@dataclasses.dataclass(kw_only=True)
+class ExportOptions(_Common):
+    """``export``: write a split's prompts and reference completions as JSON lines."""
+
+    out: str = option(help="the JSONL file to write")
+
+
+@dataclasses.dataclass(kw_only=True)
+class ScoreOptions(_Common):
+    """``score``: score a JSONL file of completions with the paper's pool metrics."""
+
+    completions: str = option(help='the JSONL file of completions, {"index": i, "completion": "..."} per line')
+    json: bool = option(False, "print the summary as JSON")
+
+
+USAGE = """Render, export and score an env's tasks.
+
+  render split=test index=0 mode=multi m=3
+  export split=train out=train.jsonl
+  score completions=c.jsonl mode=multi m=3      # {"index": i, "completion": "..."} per line
+
+Every command takes env.KEY=VALUE: an option of the env's config record (e.g. env.data_dir=/data)."""
+
+COMMANDS: dict[str, tuple[type[_Common], str]] = {
+    "render": (RenderOptions, "print the prompt of one task"),
+    "export": (ExportOptions, "write a split's prompts and references as JSONL"),
+    "score": (ScoreOptions, "score a JSONL of completions"),
+}
 
 
 def score_pools(
@@ -138,6 +168,23 @@ def score_pools(
     return summary
 
 
+def _parse(argv: Sequence[str], prog: str) -> tuple[str, _Common]:
+    """The subcommand and its options (raises HelpRequested / ConfigError)."""
+    summaries = {name: text for name, (_, text) in COMMANDS.items()}
+    command, rest = split_command(argv, summaries, prog=prog, description=USAGE)
+    cls = COMMANDS[command][0]
+    options = parse_config(
+        cls,
+        rest,
+        prog=f"{prog} {command}",
+        description=cls.__doc__ or "",
+        passthrough={"env": "env_options"},
+        flags={"--json": "json"} if cls is ScoreOptions else None,
+        renamed={"config": "env"},
+    )
+    return command, options
+
+
 def main(
     env_factory: Callable[..., TextEnv[Any, Any]],
     argv: Sequence[str] | None = None,
@@ -148,38 +195,55 @@ def main(
     """Run the command line.
 
     Args:
-        env_factory: Builds the env from ``--config`` keyword options.
+        env_factory: The env class (its config record checks the ``env.KEY=VALUE`` options).
         argv: Arguments (default ``sys.argv[1:]``).
         prog: Program name for help texts.
         extra: Optional per-task metrics for ``score`` (see `score_pools`).
 
     Returns:
-        The exit status.
+        The exit status: 0, or 2 after a one-line error for a bad option.
     """
-    args = _parser(prog).parse_args(argv)
-    m = args.m if args.m is not None else (3 if args.mode == "multi" else 1)
-    env = env_factory(**_config(args.config))
-    tasks = env.tasks(args.split)
-    if args.command == "render":
-        if not 0 <= args.index < len(tasks):
-            raise SystemExit(f"--index must be in [0, {len(tasks)}) for split {args.split!r}.")
-        for message in env.render_prompt(tasks[args.index], mode=args.mode, m=m):
+    try:
+        command, options = _parse(sys.argv[1:] if argv is None else argv, prog)
+        env_id = str(getattr(env_factory, "env_id", prog))
+        env = env_factory(**check_options(env_factory, options.env_options, env_id=env_id))
+        tasks = env.tasks(options.split)
+        if isinstance(options, RenderOptions) and not 0 <= options.index < len(tasks):
+            raise ConfigError(f"index must be in [0, {len(tasks)}) for split {options.split!r}, got {options.index}.")
+    except HelpRequested as exc:
+        print(exc.text)
+        return 0
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    mode: Mode = "multi" if options.mode == "multi" else "single"
+    m = options.answers
+    if isinstance(options, RenderOptions):
+        for message in env.render_prompt(tasks[options.index], mode=mode, m=m):
             print(f"[{message['role']}]\n{message['content']}\n")
         return 0
-    if args.command == "export":
-        with args.out.open("w", encoding="utf-8") as handle:
+    if isinstance(options, ExportOptions):
+        with Path(options.out).open("w", encoding="utf-8") as handle:
             for task in tasks:
                 row = {
                     "id": task.id,
                     "index": task.index,
-                    "prompt": env.render_prompt(task, mode=args.mode, m=m),
-                    "reference": env.reference_completion(task, mode=args.mode, m=m),
+                    "prompt": env.render_prompt(task, mode=mode, m=m),
+                    "reference": env.reference_completion(task, mode=mode, m=m),
                 }
                 handle.write(json.dumps(row) + "\n")
-        print(f"wrote {len(tasks)} tasks to {args.out}", file=sys.stderr)
+        print(f"wrote {len(tasks)} tasks to {options.out}", file=sys.stderr)
         return 0
+    assert isinstance(options, ScoreOptions), command
+    return _score(env, tasks, options, mode=mode, m=m, extra=extra)
+
+
+def _score(
+    env: TextEnv[Any, Any], tasks: Sequence[Any], options: ScoreOptions, *, mode: Mode, m: int, extra: Extra | None
+) -> int:
+    """``score``: read the completions, print the summary."""
     pools: dict[int, list[str]] = defaultdict(list)
-    with args.completions.open(encoding="utf-8") as handle:
+    with Path(options.completions).open(encoding="utf-8") as handle:
         for line_number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
@@ -188,13 +252,13 @@ def main(
                 pools[int(row["index"])].append(str(row["completion"]))
             except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
                 raise SystemExit(
-                    f'{args.completions}:{line_number}: expected {{"index": int, "completion": str}} ({exc}).'
+                    f'{options.completions}:{line_number}: expected {{"index": int, "completion": str}} ({exc}).'
                 ) from None
     try:
-        summary = score_pools(env, tasks, dict(pools), mode=args.mode, m=m, extra=extra)
+        summary = score_pools(env, tasks, dict(pools), mode=mode, m=m, extra=extra)
     except ValueError as exc:
         raise SystemExit(str(exc)) from None
-    if args.json:
+    if options.json:
         print(json.dumps(summary, indent=2))
     else:
         for key, value in summary.items():

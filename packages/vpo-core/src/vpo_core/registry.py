@@ -129,10 +129,10 @@ def make(env_id: str, **config: Any) -> TextEnv[Any, Any]:
         KeyError: If no installed env has that id.
         ConfigError: If a keyword is not an option of the env or has the wrong type (the message names it).
     """
-    from vpo_core.env_options import check_options, options_signature  # env_options imports this module
+    from vpo_core.env_options import check_options  # env_options imports this module
 
     cls = resolve_env_class(env_id)
-    options = check_options(options_signature(cls), config, env_id=str(getattr(cls, "env_id", env_id)), prefix="")
+    options = check_options(cls, config, env_id=str(getattr(cls, "env_id", env_id)), prefix="")
     return cls(**options)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import dataclasses
 import json
 import subprocess
 import sys
@@ -27,10 +28,11 @@ from verl.trainer.ppo.core_algos import compute_gdpo_outcome_advantage, get_adv_
 import vpo_core  # noqa: E402
 from vpo_core.adapters.verl import plugin  # noqa: E402
 from vpo_core.adapters.verl.export import count_overlong, export_split, rows_for  # noqa: E402
-from vpo_core.adapters.verl.launch import compose, main, merge_command, validate  # noqa: E402
+from vpo_core.adapters.verl.launch import LaunchConfig, compose, main, merge_command, parse_launch, validate  # noqa: E402
 from vpo_core.adapters.verl.recipes import GENERIC_MODEL, SHARED, cell, estimator_for, overrides  # noqa: E402
 from vpo_core.adapters.verl.reward import score_trajectory  # noqa: E402
 from vpo_core.advantages import rollout_scalars  # noqa: E402
+from vpo_core.errors import ConfigError  # noqa: E402
 from vpo_core.layout import group_layout, zscore_by_index  # noqa: E402
 from vpo_core.models.policy import build_tokenizer  # noqa: E402
 from vpo_core.normalizers import gdpo_advantages, max_at_k_advantages, maxrl_advantages  # noqa: E402
@@ -320,7 +322,11 @@ def test_weight_sampler_reaches_the_reward_managers_options(tmp_path, capsys):
         (["temperature=0.5"], "unknown option 'temperature'"),
         (["logger=console,neptune"], "unknown logger(s) ['neptune']"),
         (["n_gpus=3"], "validate_config rejected the cell"),
-        (["n=three"], "n must be an integer"),
+        (["n=three"], "option n expects an integer, got 'three'"),
+        (["--n_gpus=2"], "write n_gpus=2, not '--n_gpus=2'"),
+        (["temprature=0.5"], "unknown option 'temprature'; the options are: env, method, model, m, n, n_gpus,"),
+        (["env=maze-v1", "env.train_size=abc"], "env.train_size of maze-v1 expects int, got 'abc'"),
+        (["env=maze-v1", "env.trainsize=3"], "env.trainsize is not an option of maze-v1; did you mean env.train_size?"),
         (["env.data_dir=/x"], "pass env=ID (installed: "),
         (["weight_sampler=halton"], "weight_sampler must be one of ('dirichlet', 'sobol')"),
     ],
@@ -334,8 +340,32 @@ def test_bad_input_fails_before_launch(argv, message, capsys, tmp_path):
 def test_help_lists_every_own_key(capsys):
     assert main(["--help"]) == 0
     text = capsys.readouterr().out
-    for key in ("env=", "method=", "n_gpus=", "nnodes=", "logger=", "save_freq=", "resume_mode=", "env.KEY=VALUE"):
-        assert key in text
+    assert text.startswith("usage: apps/train.py engine=verl [key=value ...] [section.key=value ...] [--dry-run]")
+    rows = {line.split()[0] for line in text.splitlines() if line.startswith("  ") and not line.startswith("    ")}
+    own = {f.name for f in dataclasses.fields(LaunchConfig)} - {"env_options", "verl_overrides", "dry_run"}
+    assert own | {"--dry-run", "env.<key>", "section.key"} == rows
+    assert "  nnodes            an integer [1]" in text  # the layer's one format: key, type [default], meaning
+
+
+def test_launch_options_are_the_config_layers(tmp_path):
+    config = parse_launch(
+        [
+            "env=maze-v1",
+            "n=4",
+            "alpha=0.5",
+            "env.test_size=5",
+            "trainer.total_epochs=2",
+            "+algorithm.vpo.k=4",
+            "--dry-run",
+        ]
+    )
+    assert (config.env, config.n, config.alpha, config.dry_run) == ("maze-v1", 4, 0.5, True)
+    assert config.env_options == {"test_size": 5}
+    assert config.verl_overrides == ["trainer.total_epochs=2", "+algorithm.vpo.k=4"]
+    assert parse_launch(["dry_run=true"]).dry_run
+    assert not parse_launch([]).dry_run
+    with pytest.raises(ConfigError, match=r"^unknown option 'nn'; did you mean n\? the options are: env, method,"):
+        parse_launch(["nn=3"])
 
 
 def test_merge_command_is_veRLs_model_merger(monkeypatch, capsys):

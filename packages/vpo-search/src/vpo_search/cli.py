@@ -8,25 +8,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from vpo_core.cli_config import HelpRequested
+from vpo_core.errors import ConfigError
 from vpo_search.config import SearchConfig, parse_args
 
-__all__ = ["USAGE", "main"]
-
-USAGE = """Test-time search: OpenEvolve with a served checkpoint on an env's hardest problems.
-
-    uv sync --inexact --group search      # OpenEvolve (not in the default install)
-    vllm serve runs/lcb-vpo/hf --served-model-name vpo --port 8000 --max-model-len 16384
-    uv run apps/search.py select env_args.data_dir=DATA pools=results/eval       # which problems
-    uv run apps/search.py arm=vpo base_url=http://127.0.0.1:8000/v1 env_args.data_dir=DATA pools=results/eval
-    uv run apps/search.py arm=grpo base_url=http://127.0.0.1:8001/v1 env_args.data_dir=DATA pools=results/eval
-    uv run apps/search.py report          # JSON and figure of every arm under out= (default results/search)
-
-Commands: run (default), select, report. Options are key=value (see vpo_search.SearchConfig):
-problems=hardest|all|3,17 pools=<dirs or pool_*.npy> hardest_k=30 max_problems=32 iterations=200 m=3
-mode=multi|single budget_s=<seconds per problem> base_url= model= api_key= temperature=0.8 out=...
-chat_template_kwargs={} (default: the env profile's, sent to a vLLM server; {} sends none)
-Re-running the same command continues every unfinished search.
-"""
+__all__ = ["main"]
 
 
 def _fill_missing(env: Any) -> Any:
@@ -63,13 +49,14 @@ def main(argv: list[str] | None = None) -> int:
         The exit status.
     """
     args = sys.argv[1:] if argv is None else argv
-    if any(a in ("-h", "--help", "help") for a in args):
-        print(USAGE)
-        return 0
     try:
         command, options = parse_args(args)
-    except ValueError as exc:
-        raise SystemExit(str(exc)) from None
+    except HelpRequested as exc:
+        print(exc.text)
+        return 0
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     import vpo_core
     from vpo_search.adapter import AnswerSearch
     from vpo_search.engine import SearchError, search_problem, template_options

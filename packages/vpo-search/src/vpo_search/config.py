@@ -1,14 +1,13 @@
-"""Options of a search, typed with OmegaConf and given as ``key=value`` arguments."""
+"""Options of a search, given as ``key=value`` arguments and parsed by the one option layer (`vpo_core.cli_config`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from omegaconf import OmegaConf
-from omegaconf.errors import OmegaConfBaseException
+from vpo_core.cli_config import option, parse_config, split_command
 
-__all__ = ["COMMANDS", "SearchConfig", "parse_args"]
+__all__ = ["COMMANDS", "USAGE", "SearchConfig", "parse_args"]
 
 COMMANDS = ("run", "report", "select")
 
@@ -36,43 +35,54 @@ class SearchConfig:
     (the paper's "test feedback", whose scope the paper does not state; an opt-in, see the README).
     """
 
-    env: str = "lcb-v1"
-    env_args: dict[str, Any] = field(default_factory=dict)
-    split: str = "test"
-    problems: str = "hardest"
-    pools: list[str] = field(default_factory=list)
-    hardest_k: int = 30
-    max_problems: int | None = 32
-    shard: str | None = None  # "i/n": this run takes every n-th selected problem, starting at i
+    env: str = option("lcb-v1", "env id")
+    env_args: dict[str, Any] = option(  # noqa: RUF009 - option() is dataclasses.field with a help text
+        default_factory=dict,
+        help="an option of the env's config record (lcb-v1: data_dir, source, workers, time_limit_s)",
+    )
+    split: str = option("test", "the split whose problems are searched")
+    problems: str = option("hardest", "hardest (from pools=), all, or task indices or ids: 3,17")
+    pools: list[str] = option(  # noqa: RUF009 - option() is dataclasses.field with a help text
+        default_factory=list, help="saved pools of apps/evaluate.py, one per arm (pool files or evaluation directories)"
+    )
+    hardest_k: int = option(30, "problems=hardest keeps the tasks every arm misses at best@hardest_k")
+    max_problems: int | None = option(32, "keep the first max_problems selected problems (null: all)")
+    shard: str | None = option(None, "i/n: this run takes every n-th selected problem, starting at i")
     # the arm
-    arm: str = "vpo"
-    base_url: str = "http://127.0.0.1:8000/v1"
-    model: str | None = None  # served model name; default: the arm's label
-    api_key: str = "EMPTY"
-    mode: str = "multi"
-    m: int = 3
-    temperature: float = 0.8
-    top_p: float = 1.0
-    max_tokens: int = 4096
-    chat_template_kwargs: dict[str, Any] | None = None  # None: the env profile's; {}: none (any server)
-    request_timeout_s: int = 600
-    retries: int = 2
-    max_consecutive_errors: int = 5
+    arm: str = option("vpo", "the arm's label (a plain name: vpo, grpo)")
+    base_url: str = option("http://127.0.0.1:8000/v1", "the OpenAI-compatible endpoint serving the arm's checkpoint")
+    model: str | None = option(None, "served model name (default: the arm's label)")
+    api_key: str = option("EMPTY", "the endpoint's API key")
+    mode: str = option("multi", "multi: m candidates in one completion; single: m requests per iteration")
+    m: int = option(3, "candidates per iteration")
+    temperature: float = option(0.8, "sampling temperature")
+    top_p: float = option(1.0, "nucleus sampling")
+    max_tokens: int = option(4096, "completion tokens per request")
+    chat_template_kwargs: dict[str, Any] | None = option(  # noqa: RUF009 - option() is dataclasses.field with help
+        None, "chat-template options sent to a vLLM server (null: the env profile's; {}: none, any server)"
+    )
+    request_timeout_s: int = option(600, "seconds per request")
+    retries: int = option(2, "retries of a failed request")
+    max_consecutive_errors: int = option(5, "stop a problem after this many failed requests in a row")
     # the search
-    iterations: int = 200  # search iterations = model calls per problem; m candidates each
-    budget_s: float | None = None  # wall-clock seconds per problem and arm (None: no limit)
-    stop_when_solved: bool = True
-    feedback: str = "public"  # public | all: which tests' results the search shows and selects on
-    seed: int = 0
-    num_islands: int = 5
-    population_size: int = 1000
-    num_top_programs: int = 3
-    num_diverse_programs: int = 2
-    workers: int = 1
-    eval_timeout_s: int = 1800
-    checkpoint_every: int = 10  # search iterations between OpenEvolve checkpoints
-    out: str = "results/search"
-    skip_preflight: bool = False
+    iterations: int = option(200, "search iterations = model calls per problem; m candidates each")
+    budget_s: float | None = option(None, "wall-clock seconds per problem and arm (null: no limit)")
+    stop_when_solved: bool = option(True, "stop a problem once its hidden tests pass")
+    feedback: str = option("public", "public | all: which tests' results the search shows and selects on")
+    seed: int = option(0, "OpenEvolve's random seed")
+    num_islands: int = option(5, "OpenEvolve islands")
+    population_size: int = option(1000, "OpenEvolve population")
+    num_top_programs: int = option(3, "top programs shown in each prompt")
+    num_diverse_programs: int = option(2, "diverse programs shown in each prompt")
+    workers: int = option(1, "OpenEvolve's parallel evaluations")
+    eval_timeout_s: int = option(1800, "seconds per program evaluation")
+    checkpoint_every: int = option(10, "search iterations between OpenEvolve checkpoints")
+    out: str = option("results/search", "output directory (one folder per arm and problem)")
+    skip_preflight: bool = option(False, "skip the endpoint and chat-template checks before searching")
+
+    def __post_init__(self) -> None:
+        self.problems = self.problems.strip("[]")  # problems=[3,17] is problems=3,17
+        self.validate()
 
     def validate(self) -> SearchConfig:
         """Check values that the types do not.
@@ -109,39 +119,41 @@ class SearchConfig:
         return self.model or self.arm
 
 
-def parse_args(argv: list[str]) -> tuple[str, SearchConfig]:
-    """An optional command (``run``, ``report``, ``select``) and ``key=value`` options.
+USAGE = """Test-time search: OpenEvolve with a served checkpoint on an env's hardest problems.
 
-    Values are parsed as YAML by OmegaConf (``budget_s=null``, ``pools=[a.npy,b.npy]``) and checked
-    against the field types; a comma-separated ``pools=a.npy,b.npy`` is accepted too.
+    uv sync --inexact --group search      # OpenEvolve (not in the default install)
+    vllm serve runs/lcb-vpo/hf --served-model-name vpo --port 8000 --max-model-len 16384
+    uv run apps/search.py select env.data_dir=DATA pools=results/eval       # which problems
+    uv run apps/search.py arm=vpo base_url=http://127.0.0.1:8000/v1 env.data_dir=DATA pools=results/eval
+    uv run apps/search.py arm=grpo base_url=http://127.0.0.1:8001/v1 env.data_dir=DATA pools=results/eval
+    uv run apps/search.py report          # JSON and figure of every arm under out= (default results/search)
+
+Commands: run (the default) searches, select writes the chosen problems, report summarises every arm.
+Re-running the same command continues every unfinished search."""
+
+PROG = "apps/search.py [run|select|report]"
+
+
+def parse_args(argv: list[str]) -> tuple[str, SearchConfig]:
+    """An optional command (``run``, ``report``, ``select``) and ``key=value`` options (`vpo_core.cli_config`).
+
+    Values are typed by the fields (``budget_s=null``, ``pools=[a.npy,b.npy]`` or ``pools=a.npy,b.npy``);
+    the env's options are ``env.KEY=VALUE`` (the old ``env_args.KEY=VALUE`` is refused, naming the new spelling).
 
     Raises:
-        ValueError: For an unknown command or option, a missing ``=``, or a value of the wrong type.
+        HelpRequested: For ``--help`` (or ``help``).
+        ConfigError: For an unknown command or option, a missing ``=``, or a value of the wrong type or range.
     """
-    command = "run"
-    if argv and argv[0] in COMMANDS:
-        command, argv = argv[0], argv[1:]
-    dotlist = []
-    for arg in argv:
-        key, sep, value = arg.partition("=")
-        if not sep:
-            raise ValueError(
-                f"arguments are an optional command ({', '.join(COMMANDS)}) then key=value pairs, got {arg!r} "
-                "(e.g. iterations=200 m=3)."
-            )
-        key = key.lstrip("-").replace("-", "_")
-        if key == "pools" and value and not value.startswith("["):
-            value = "[" + ",".join(value.split(",")) + "]"
-        if key == "problems":
-            value = value.strip("[]")
-            value = f"'{value}'"
-        dotlist.append(f"{key}={value}")
-    schema = OmegaConf.structured(SearchConfig)
-    try:
-        merged = OmegaConf.merge(schema, OmegaConf.from_dotlist(dotlist))
-        config: SearchConfig = OmegaConf.to_object(merged)  # type: ignore[assignment]
-    except OmegaConfBaseException as exc:
-        known = ", ".join(f.name for f in SearchConfig.__dataclass_fields__.values())
-        message = str(exc).splitlines()[0]
-        raise ValueError(f"bad option: {message}. Valid options: {known}.") from None
-    return command, config.validate()
+    argv = ["--help" if a == "help" else a for a in argv]
+    command, rest = "run", argv
+    if argv and argv[0] not in ("-h", "--help"):
+        command, rest = split_command(argv, dict.fromkeys(COMMANDS, ""), prog=PROG, default="run")
+    config = parse_config(
+        SearchConfig,
+        rest,
+        prog=PROG,
+        description=USAGE,
+        passthrough={"env": "env_args"},
+        renamed={"env_args": "env"},
+    )
+    return command, config

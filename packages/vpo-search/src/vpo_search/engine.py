@@ -177,7 +177,7 @@ def build_openevolve_config(options: SearchConfig, root: Path, system_message: s
 
 
 def _mode(options: SearchConfig) -> Mode:
-    """``options.mode`` as the protocol's `Mode`: SearchConfig checks it is single or multi (OmegaConf has no Literal)."""
+    """``options.mode`` as the protocol's `Mode`: SearchConfig checks it is single or multi."""
     return cast("Mode", options.mode)
 
 

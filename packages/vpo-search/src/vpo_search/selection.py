@@ -116,7 +116,7 @@ def check_pool_source(env: SearchableEnv, tasks: Sequence[Task[Any]], pool: Save
                 else f"it has {len(pool.task_ids)} task ids for {count} rows and the split {len(tasks)} tasks"
             )
             raise ValueError(
-                f"pool {name} was evaluated on other tasks than this split's ({detail}); is env_args "
+                f"pool {name} was evaluated on other tasks than this split's ({detail}); are the env options (env.KEY=) "
                 "(data, source) or split the evaluation's?"
             )
     if pool.reward_names is not None:
@@ -156,7 +156,9 @@ def hardest_problems(
         raise ValueError(f"the pools cover different numbers of tasks {sizes}; evaluate both arms on the same tasks.")
     count = next(iter(sizes.values()))
     if count > len(tasks):
-        raise ValueError(f"the pools have {count} tasks but the split has {len(tasks)}; is env_args the evaluation's?")
+        raise ValueError(
+            f"the pools have {count} tasks but the split has {len(tasks)}; are the env options (env.KEY=) the evaluation's?"
+        )
     zero = np.ones(count, dtype=bool)
     for pool in pools.values():
         zero &= pool_best_at_k(env, tasks[:count], pool, k) <= 0.0

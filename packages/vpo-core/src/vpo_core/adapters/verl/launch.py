@@ -29,11 +29,15 @@ from pathlib import Path
 from typing import Any
 
 from vpo_core.adapters.verl.recipes import LOGGERS, RUN_DEFAULTS, Cell, cell, overrides
+from vpo_core.cli_config import HelpRequested, option, parse_config
+from vpo_core.env_options import check_env
+from vpo_core.errors import ConfigError
 from vpo_core.weights import WEIGHT_SAMPLERS, check_weight_options, weight_sampler_help
 
 __all__ = [
     "LEGACY_TRAINER",
     "CannotLaunch",
+    "LaunchConfig",
     "LaunchPlan",
     "check_accelerators",
     "check_rollout",
@@ -42,6 +46,7 @@ __all__ = [
     "local_accelerators",
     "main",
     "merge_command",
+    "parse_launch",
     "plan",
     "summary",
     "trainer_modules",
@@ -61,45 +66,72 @@ class CannotLaunch(Exception):
     """The run is valid, but this machine cannot start veRL's trainer (no accelerators, or it does not import)."""
 
 
-_INT_KEYS = {"m", "n", "n_gpus", "nnodes", "seed", "num_weights", "k", "limit", "save_freq", "test_freq"}
-_OWN_KEYS = {
-    *_INT_KEYS,
-    "env",
-    "method",
-    "model",
-    "out",
-    "alpha",
-    "weight_sampler",
-    "logger",
-    "max_ckpt_to_keep",
-    "resume_mode",
-}
-_HELP = """\
-apps/train.py engine=verl [key=value ...] [env.KEY=VALUE ...] [section.key=value ...] [--dry-run]
+_DESCRIPTION = """\
+Train one cell (env x method x n) on veRL: the env's profile gives the recipe, veRL's ppo_trainer config is
+composed with it and any section.key=value overrides and validated, the env's splits are exported as parquet
+under <out>/data, then python -m verl.trainer.main_ppo runs. --dry-run stops after printing the summary and
+writing <out>/verl_config.yaml."""
 
-Own keys (default):
-  env=ID               env id, required (vpo_core.list_envs(); or package.module:Class)
-  method=NAME          training method (vpo)
-  model=ID|PATH        policy model (the env's recipe; generic envs: Qwen/Qwen2.5-1.5B-Instruct)
-  m=INT                answers per completion of multi-answer methods (the method's, 3)
-  n=INT                rollouts per prompt (8; the paper's ablation: 24)
-  n_gpus=INT           GPUs per node (the env's recipe: 4, LiveCodeBench 8)
-  nnodes=INT           nodes of the Ray cluster (1)
-  seed=INT             data order and group-shared Dirichlet weights (0)
-  num_weights=INT      K, Dirichlet draws per group for VPO (100)
-  alpha=FLOAT          Dirichlet concentration (1.0)
-  weight_sampler=NAME  {weight_samplers} (dirichlet)
-  k=INT                k of Max@k (max(2, n // 2))
-  out=DIR              run directory: data/, checkpoints/, verl_config.yaml (runs/verl/<env>-<method>[-n<n>])
-  logger=A,B           trackers among {loggers} (console)
-  save_freq=INT        checkpoint every INT steps and at the last step; -1 never ({save_freq})
-  test_freq=INT        validate (greedy) every INT steps and at the last step; -1 never ({test_freq})
-  max_ckpt_to_keep=INT checkpoints kept on disk ({max_ckpt_to_keep})
-  resume_mode=MODE     auto: rerun the same command to resume after a crash; disable ({resume_mode})
-  limit=INT            export only the first INT tasks of each split (smoke runs)
-env.KEY=VALUE passes KEY to the env's constructor (e.g. env.data_dir=/data/mine); any other
-section.key=value is a veRL override (unknown keys fail before launch).
-""".format(loggers=",".join(LOGGERS), weight_samplers=weight_sampler_help(), **RUN_DEFAULTS)
+
+@dataclass
+class LaunchConfig:
+    """The options of ``apps/train.py engine=verl``: own keys, ``env.KEY=VALUE`` and veRL's ``section.key=value``."""
+
+    env: str | None = option(None, "env id, required (vpo_core.list_envs(); or package.module:Class)")
+    method: str = option("vpo", "training method")
+    model: str | None = option(
+        None,
+        "policy model, a Hub id or a local HF directory (the env's recipe; generic envs: Qwen/Qwen2.5-1.5B-Instruct)",
+    )
+    m: int | None = option(None, "answers per completion of multi-answer methods (the method's, 3)")
+    n: int = option(8, "rollouts per prompt (the paper's ablation: 24)")
+    n_gpus: int | None = option(None, "GPUs per node (the env's recipe: 4, LiveCodeBench 8)")
+    nnodes: int = option(RUN_DEFAULTS["nnodes"], "nodes of the Ray cluster")
+    seed: int = option(0, "data order and group-shared Dirichlet weights")
+    num_weights: int = option(100, "K, Dirichlet draws per group for VPO")
+    alpha: float = option(1.0, "Dirichlet concentration")
+    weight_sampler: str = option("dirichlet", weight_sampler_help())
+    k: int | None = option(None, "k of Max@k (max(2, n // 2))")
+    out: str | None = option(
+        None, "run directory: data/, checkpoints/, verl_config.yaml (runs/verl/<env>-<method>[-n<n>])"
+    )
+    logger: str = option("console", f"comma-separated trackers among {','.join(LOGGERS)}")
+    save_freq: int = option(RUN_DEFAULTS["save_freq"], "checkpoint every N steps and at the last step; -1 never")
+    test_freq: int = option(RUN_DEFAULTS["test_freq"], "validate (greedy) every N steps and at the last step; -1 never")
+    max_ckpt_to_keep: int = option(RUN_DEFAULTS["max_ckpt_to_keep"], "checkpoints kept on disk")
+    resume_mode: str = option(
+        RUN_DEFAULTS["resume_mode"], "auto: rerun the same command to resume after a crash; disable"
+    )
+    limit: int | None = option(None, "export only the first N tasks of each split (smoke runs)")
+    dry_run: bool = option(
+        False, "print the summary, write the composed config to <out>/verl_config.yaml, export and launch nothing"
+    )
+    env_options: dict[str, Any] = option(  # noqa: RUF009 - option() is dataclasses.field with a help text
+        default_factory=dict, help="an option of the env's config record (e.g. env.data_dir=/data/mine)"
+    )
+    verl_overrides: list[str] = option(  # noqa: RUF009 - option() is dataclasses.field with a help text
+        default_factory=list,
+        help="any other dotted key is a veRL config override, e.g. trainer.n_gpus_per_node=4 (unknown keys fail "
+        "before launch; prefix a new key with '+')",
+    )
+
+
+def parse_launch(argv: Sequence[str]) -> LaunchConfig:
+    """The launcher's options, parsed by the one option layer (`vpo_core.cli_config`).
+
+    Raises:
+        vpo_core.cli_config.HelpRequested: For ``--help``.
+        ConfigError: For an unknown key (naming the known ones) or a value of the wrong type.
+    """
+    return parse_config(
+        LaunchConfig,
+        argv,
+        prog="apps/train.py engine=verl",
+        description=_DESCRIPTION,
+        passthrough={"env": "env_options"},
+        flags={"--dry-run": "dry_run"},
+        overrides="verl_overrides",
+    )
 
 
 def compose(overrides: list[str]) -> Any:
@@ -287,56 +319,6 @@ class LaunchPlan:
         return self.out / "verl_config.yaml"
 
 
-def _value(key: str, text: str) -> Any:
-    if key in _INT_KEYS:
-        try:
-            return int(text)
-        except ValueError:
-            raise ValueError(f"{key} must be an integer, got {text!r}.") from None
-    if key == "alpha":
-        try:
-            return float(text)
-        except ValueError:
-            raise ValueError(f"alpha must be a number, got {text!r}.") from None
-    return text
-
-
-def _env_value(text: str) -> Any:
-    import yaml
-
-    try:
-        return yaml.safe_load(text) if text else ""
-    except yaml.YAMLError:
-        return text
-
-
-def _parse(argv: Sequence[str]) -> tuple[dict[str, Any], dict[str, Any], list[str], bool]:
-    own: dict[str, Any] = {}
-    env_config: dict[str, Any] = {}
-    passthrough: list[str] = []
-    dry_run = False
-    for arg in argv:
-        if arg in ("--dry-run", "dry_run=true"):
-            dry_run = True
-            continue
-        key, sep, value = arg.partition("=")
-        if not sep:
-            raise ValueError(f"arguments are key=value pairs or --dry-run, got {arg!r}.")
-        if key in _OWN_KEYS:
-            own[key] = _value(key, value)
-        elif key.startswith("env."):
-            env_config[key.removeprefix("env.")] = _env_value(value)
-        elif "." in key.lstrip("+~"):
-            passthrough.append(arg)
-        else:
-            raise ValueError(
-                f"unknown option {key!r}; ours are {sorted(_OWN_KEYS)}, env options look like env.KEY=VALUE "
-                "(e.g. env.data_dir=/data), and veRL config keys look like section.key=value "
-                "(e.g. trainer.n_gpus_per_node=4)."
-            )
-    return own, env_config, passthrough, dry_run
-
-
 def _check_model(model: str | None) -> None:
     if model is None:
         return
@@ -355,38 +337,32 @@ def plan(argv: Sequence[str]) -> tuple[LaunchPlan, bool]:
         ValueError: On any bad input (unknown key, env, method, m, model path, veRL key or batch size).
         KeyError: On an unknown env id.
     """
-    own, env_config, passthrough, dry_run = _parse(argv)
-    if "env" not in own:
+    config = parse_launch(argv)
+    if config.env is None:
         from vpo_core.registry import list_envs
 
-        raise ValueError(f"pass env=ID (installed: {', '.join(list_envs()) or 'none'}).")
-    env_id = str(own["env"])
-    method = str(own.get("method", "vpo"))
-    _check_model(own.get("model"))
+        raise ConfigError(f"pass env=ID (installed: {', '.join(list_envs()) or 'none'}).")
+    env_id = config.env
+    _check_model(config.model)
     c = cell(
-        env_id,
-        method,
-        m=own.get("m"),
-        n=own.get("n", 8),
-        model=own.get("model"),
-        n_gpus=own.get("n_gpus"),
-        nnodes=own.get("nnodes", RUN_DEFAULTS["nnodes"]),
+        env_id, config.method, m=config.m, n=config.n, model=config.model, n_gpus=config.n_gpus, nnodes=config.nnodes
     )
+    env_config = check_env(env_id, config.env_options)[1] if config.env_options else {}
     suffix = "" if c.n == 8 else f"-n{c.n}"
-    out = Path(str(own.get("out", f"runs/verl/{c.env_id}-{c.method}{suffix}")))
-    logger = tuple(name for name in str(own.get("logger", "console")).split(",") if name)
-    options = {
-        "seed": own.get("seed", 0),
-        "num_weights": own.get("num_weights", 100),
-        "alpha": own.get("alpha", 1.0),
-        "weight_sampler": str(own.get("weight_sampler", "dirichlet")),
-        "k": own.get("k"),
+    out = Path(config.out if config.out is not None else f"runs/verl/{c.env_id}-{c.method}{suffix}")
+    logger = tuple(name for name in config.logger.split(",") if name)
+    options: dict[str, Any] = {
+        "seed": config.seed,
+        "num_weights": config.num_weights,
+        "alpha": config.alpha,
+        "weight_sampler": config.weight_sampler,
+        "k": config.k,
         "logger": logger,
-        "save_freq": own.get("save_freq", RUN_DEFAULTS["save_freq"]),
-        "test_freq": own.get("test_freq", RUN_DEFAULTS["test_freq"]),
-        "max_ckpt_to_keep": int(own.get("max_ckpt_to_keep", RUN_DEFAULTS["max_ckpt_to_keep"])),
-        "resume_mode": str(own.get("resume_mode", RUN_DEFAULTS["resume_mode"])),
-        "limit": own.get("limit"),
+        "save_freq": config.save_freq,
+        "test_freq": config.test_freq,
+        "max_ckpt_to_keep": config.max_ckpt_to_keep,
+        "resume_mode": config.resume_mode,
+        "limit": config.limit,
     }
     check_weight_options(options["alpha"], options["num_weights"], options["weight_sampler"])
     cell_overrides = overrides(
@@ -398,11 +374,11 @@ def plan(argv: Sequence[str]) -> tuple[LaunchPlan, bool]:
     )
     tracker_env = _tracker_env(logger, out)
     cell_overrides += [f"+ray_kwargs.ray_init.runtime_env.env_vars.{key}={value}" for key, value in tracker_env.items()]
-    all_overrides = cell_overrides + passthrough
-    config = compose(all_overrides)
-    validate(config)
+    all_overrides = cell_overrides + config.verl_overrides
+    composed = compose(all_overrides)
+    validate(composed)
     options["env_ref"] = env_id  # what the user named: an entry-point id or "package.module:Class"
-    return LaunchPlan(c, out, all_overrides, config, env_config, options), dry_run
+    return LaunchPlan(c, out, all_overrides, composed, env_config, options), config.dry_run
 
 
 def _tracker_env(logger: Sequence[str], out: Path) -> dict[str, str]:
@@ -488,11 +464,11 @@ def _rows(path: Path) -> int:
 
 def main(argv: list[str]) -> int:
     """Run (or with ``--dry-run`` summarise and write the config of) one cell on veRL."""
-    if any(a in ("-h", "--help") for a in argv):
-        print(_HELP)
-        return 0
     try:
         return _main(argv)
+    except HelpRequested as exc:
+        print(exc.text)
+        return 0
     except (ValueError, KeyError, FileNotFoundError) as exc:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
         print(f"error: {message}", file=sys.stderr)
