@@ -312,7 +312,7 @@ def test_env_maze_installs_standalone_with_plain_pip(tmp_path, fake_openai):
     env, python = _clean_env(), venv / "bin" / "python"
     installed = _run(python, "-c", "import importlib.metadata as m; print(sorted(d.name for d in m.distributions()))")
     assert "torch" not in installed  # numpy (and pip) is all it needs
-    prompt = _run(venv / "bin" / "env-maze", "render", "--split", "test", "--index", "0", cwd=tmp_path, env=env)
+    prompt = _run(venv / "bin" / "env-maze", "render", "split=test", "index=0", cwd=tmp_path, env=env)
     assert len(prompt) > 100
     api = (
         "import env_maze, vpo_core; env = vpo_core.make('maze-v1'); task = env.tasks('test')[0]; "
