@@ -15,6 +15,11 @@ against the annotations, and adds what a command line needs:
 Validation of values (ranges, finiteness, choices) belongs in the dataclass's ``__post_init__``;
 a ``ValueError`` raised there is reported like a type error.
 
+A plain ``pip install vpo-core`` (numpy only: ``vpo-eval`` runs from it) has no OmegaConf: there the
+values of the common types (booleans, integers, numbers, text, null and lists of these) are read by
+`_plain_value`, which reads each the way OmegaConf does, and refuses in one line (naming the extra that
+installs OmegaConf) the YAML spellings it does not read (``0x10``, ``1_000``, nested lists).
+
 Example:
     >>> from dataclasses import dataclass
     >>> @dataclass
@@ -28,6 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import re
 import sys
 import types
 import typing
@@ -156,15 +162,116 @@ def _yaml_value(raw: str) -> Any:
     Text YAML cannot parse (``[x``, ``a: b``, ``{``) or reads as a mapping is kept as the string the user
     wrote: a path such as ``env.data_dir=/data/a:b`` must not become a dict or a traceback.
     """
-    from omegaconf import OmegaConf
-
+    omegaconf = _omegaconf()
+    if omegaconf is None:
+        try:
+            value = _plain_scalar(raw)
+        except _Unread:
+            raise ConfigError(
+                f"the value {raw!r} needs omegaconf to be read (pip install 'vpo-core[local]'), or write it plainly."
+            ) from None
+        return value
     try:
         # from_dotlist builds a DictConfig, so its container is a dict.
-        container = cast("dict[str, Any]", OmegaConf.to_container(OmegaConf.from_dotlist([f"v={raw}"])))
+        container = cast(
+            "dict[str, Any]", omegaconf.OmegaConf.to_container(omegaconf.OmegaConf.from_dotlist([f"v={raw}"]))
+        )
     except Exception:  # yaml's ParserError/ScannerError and OmegaConf's own errors alike
         return raw
     value = container["v"]
     return raw if isinstance(value, dict) else value
+
+
+def _omegaconf() -> Any:
+    """The omegaconf module, or None where it is not installed (a plain ``pip install vpo-core``)."""
+    try:
+        import omegaconf
+    except ImportError:
+        return None
+    return omegaconf
+
+
+_INT = re.compile(r"[-+]?[0-9]+")
+_NUMBER = re.compile(r"[-+]?([0-9]+\.[0-9]*|\.[0-9]+|[0-9]+)([eE][-+]?[0-9]+)?")
+_YAML_SPECIAL = re.compile(
+    r"[-+]?(0[xXoObB][0-9a-fA-F_]+|[0-9][0-9_]*_[0-9_]*(\.[0-9_]*)?|\.(inf|Inf|INF|nan|NaN|NAN)|[0-9]+(:[0-5]?[0-9])+(\.[0-9]*)?)"
+)
+_BOOLS = {"true": True, "yes": True, "on": True, "false": False, "no": False, "off": False}
+_NULLS = ("null", "Null", "NULL", "~", "")
+
+
+class _Unread(Exception):
+    """A spelling the standard-library reader does not read, where OmegaConf's YAML would read a value."""
+
+
+def _plain_scalar(raw: str) -> Any:
+    """A YAML scalar or flat list of scalars as OmegaConf reads it: null, a boolean, an int, a float, else text.
+
+    Raises:
+        _Unread: For what YAML reads as something else than text and this does not: hex and ``_``-grouped
+            digits, ``.inf``/``.nan``, nested or quoted lists, mappings.
+    """
+    text = raw.strip()
+    if text in _NULLS:
+        return None
+    if text.lower() in _BOOLS and text in (text.lower(), text.upper(), text.capitalize()):
+        return _BOOLS[text.lower()]
+    if _INT.fullmatch(text):
+        return int(text)
+    if _NUMBER.fullmatch(text):
+        return float(text)
+    if _YAML_SPECIAL.fullmatch(text) or text[:1] in "{'\"&*!|>%@`":
+        raise _Unread(raw)
+    if text.startswith("[") and text.endswith("]"):
+        inner = text[1:-1].strip()
+        items = [item.strip() for item in inner.split(",")] if inner else []
+        if any(c in inner for c in "[]{}\"'") or any(not item for item in items):
+            raise _Unread(raw)
+        return [_plain_scalar(item) for item in items]
+    if text[:1] == "[" or ": " in text or " #" in text:
+        raise _Unread(raw)
+    return raw
+
+
+def _plain_value(raw: str, kind: Any) -> Any:
+    """`raw` as a value of `kind` (bool, int, float, str, an optional one, or a list of one), as OmegaConf reads it.
+
+    Raises:
+        ValueError: For a value that is not of `kind` (the caller names the option and the fix).
+        _Unread: For a spelling only OmegaConf reads.
+    """
+    args = typing.get_args(kind)
+    if typing.get_origin(kind) in (typing.Union, types.UnionType):
+        inner = [a for a in args if a is not type(None)]
+        if len(inner) != 1:
+            raise _Unread(raw)
+        if type(None) in args and raw.strip() in _NULLS:
+            return None
+        return _plain_value(raw, inner[0])
+    if typing.get_origin(kind) in (list, Sequence):
+        value = _plain_scalar(raw)
+        if not isinstance(value, list):
+            raise ValueError(raw)
+        item_kind = args[0] if args else str
+        return [_plain_value("null" if item is None else str(item), item_kind) for item in value]
+    if kind is str:
+        return raw
+    if kind is float and re.fullmatch(r"[-+]?(inf|nan)", raw.strip(), re.IGNORECASE):
+        return float(raw)
+    if kind is bool and raw.strip().lower() in (*_BOOLS, "y", "n"):
+        return raw.strip().lower() in ("true", "yes", "on", "y")
+    value = _plain_scalar(raw)
+    if kind is bool and isinstance(value, bool):
+        return value
+    if kind is bool and isinstance(value, int):
+        return value != 0
+    if kind is int and isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if kind is float and isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    if kind not in (bool, int, float):
+        raise _Unread(raw)
+    raise ValueError(raw)
 
 
 def _is_text(kind: Any) -> bool:
@@ -184,8 +291,6 @@ def _replayed(
     import json
     from pathlib import Path
 
-    from omegaconf import OmegaConf
-
     try:
         saved = json.loads(Path(path).read_text())
     except FileNotFoundError:
@@ -198,10 +303,13 @@ def _replayed(
     if unknown:
         raise ConfigError(f"{replay_key}={path} has keys that are not options: {', '.join(unknown)}.")
     values = {k: v for k, v in saved.items() if k in fields}
-    schema = OmegaConf.structured(cls)
+    omegaconf = _omegaconf()
+    if omegaconf is None:
+        raise ConfigError(f"{replay_key}= needs omegaconf to check the saved options: pip install 'vpo-core[local]'.")
+    schema = omegaconf.OmegaConf.structured(cls)
     for key, value in values.items():
         try:
-            OmegaConf.merge(schema, OmegaConf.create({key: value}))
+            omegaconf.OmegaConf.merge(schema, omegaconf.OmegaConf.create({key: value}))
         except Exception:
             kind = _type_name(fields[key][1])
             raise ConfigError(f"{replay_key}={path}: option {key} expects {kind}, got {value!r}.") from None
@@ -240,8 +348,6 @@ def parse_config(
         ConfigError: For a malformed argument, an unknown key, a value of the wrong type, or a value
             the dataclass's validation refuses; one line naming the option and the fix.
     """
-    from omegaconf import OmegaConf
-
     passthrough = dict(passthrough or {})
     if any(a in ("-h", "--help") for a in argv):
         raise HelpRequested(
@@ -257,20 +363,31 @@ def parse_config(
         if replays:
             values = _replayed(cls, replays[0], fields, replay_key=replay_key, ignore=replay_ignore)
     own, groups = _split(argv, list(fields), passthrough)
-    schema = OmegaConf.structured(cls)
+    omegaconf = _omegaconf()
+    schema = None if omegaconf is None else omegaconf.OmegaConf.structured(cls)
     for key, raw in own.items():
         kind = fields[key][1]
         if _is_text(kind):  # text is text: out=runs/a:b and name=[x are kept as written
             optional = type(None) in typing.get_args(kind)
             values[key] = None if optional and raw.lower() in ("null", "none", "~") else raw
             continue
+        wrong = f"option {key} expects {_type_name(kind)}, got {raw!r} (e.g. {key}={_default_text(fields[key][0])})."
+        if omegaconf is None:
+            try:
+                values[key] = _plain_value(raw, kind)
+            except _Unread:
+                raise ConfigError(
+                    f"option {key}={raw}: this spelling needs omegaconf (pip install 'vpo-core[local]'), or write "
+                    f"the value plainly (e.g. {key}={_default_text(fields[key][0])})."
+                ) from None
+            except ValueError:
+                raise ConfigError(wrong) from None
+            continue
         try:
-            merged = OmegaConf.merge(schema, OmegaConf.from_dotlist([f"{key}={raw}"]))
+            merged = omegaconf.OmegaConf.merge(schema, omegaconf.OmegaConf.from_dotlist([f"{key}={raw}"]))
         except Exception:  # OmegaConf's validation errors and yaml's parser errors alike
-            raise ConfigError(
-                f"option {key} expects {_type_name(kind)}, got {raw!r} (e.g. {key}={_default_text(fields[key][0])})."
-            ) from None
-        values[key] = cast("dict[str, Any]", OmegaConf.to_container(merged))[key]
+            raise ConfigError(wrong) from None
+        values[key] = cast("dict[str, Any]", omegaconf.OmegaConf.to_container(merged))[key]
     for target, group in groups.items():
         values[target] = {**values.get(target, {}), **{k: _yaml_value(v) for k, v in group.items()}}
     try:

@@ -141,3 +141,79 @@ def test_yaml_trouble_in_train_options_is_a_one_line_refusal(tmp_path, capsys):
     assert err.startswith("error: option steps expects an integer")
     assert "\n" not in err
     assert not (tmp_path / "a:b,[c").exists()
+
+
+# ----------------------------------------------- a plain ``pip install vpo-core`` (no omegaconf): vpo-eval parses
+_SPELLINGS = [
+    "3", "3.0", "1e3", "null", "0x10", "1_000", "1e-3", "nan", "inf", ".5", "yes", "True", "1", "on", "0", "[1,2]",
+    "[]", "[1, 2]", "[1.5]", "Y", "n", "true", " 3", "+3", "-2", "abc", "none", "~", "", "1.", "-.inf", ".inf",
+    "2e5", "NO", "[1,null]", "[a]", "tRue", "Off", "-0", "1e", "e5", "[1,[2]]", "{a: 1}", "[ ]", "1.5e-3", "-inf",
+    "NaN", "1:30", "a:b", "/data/x", "None", "a: b", "&a", "hello world",
+]  # fmt: skip
+
+
+def test_the_standard_library_reader_agrees_with_omegaconf_or_refuses():
+    """Every spelling is read as OmegaConf reads it, or refused (`_Unread`); never read otherwise."""
+    import math
+    from dataclasses import field
+
+    from omegaconf import OmegaConf
+
+    from vpo_core.cli_config import _plain_scalar, _plain_value, _Unread, _yaml_value
+
+    @dataclass
+    class Kinds:
+        i: int | None = None
+        f: float | None = None
+        b: bool = True
+        li: list[int] | None = None
+        n: int = 1
+        lf: list[float] = field(default_factory=list)
+
+    kinds = {"i": int | None, "f": float | None, "b": bool, "li": list[int] | None, "n": int, "lf": list[float]}
+    schema = OmegaConf.structured(Kinds)
+    read = 0
+    for key, kind in kinds.items():
+        for raw in _SPELLINGS:
+            try:
+                theirs = (
+                    "ok",
+                    OmegaConf.to_container(OmegaConf.merge(schema, OmegaConf.from_dotlist([f"{key}={raw}"])))[key],
+                )
+            except Exception:
+                theirs = ("refused",)
+            try:
+                ours = ("ok", _plain_value(raw, kind))
+            except _Unread:
+                continue
+            except ValueError:
+                ours = ("refused",)
+            read += 1
+            if theirs[0] == ours[0] == "ok" and isinstance(theirs[1], float) and math.isnan(theirs[1]):
+                assert math.isnan(ours[1])
+                continue
+            assert repr(ours) == repr(theirs), (key, raw)
+    assert read > 150  # the common spellings are read, not refused
+    for raw in _SPELLINGS:
+        try:
+            ours = _plain_scalar(raw)
+        except _Unread:
+            continue
+        assert repr(ours) == repr(_yaml_value(raw)), raw
+
+
+def test_without_omegaconf_the_evaluation_options_still_parse(monkeypatch):
+    """vpo-eval runs from vpo-core's numpy-only install: the option layer must not need omegaconf there."""
+    import sys
+
+    from vpo_core.evaluation.cli import EvalConfig
+
+    monkeypatch.setitem(sys.modules, "omegaconf", None)  # import omegaconf now raises ImportError
+    argv = ["base_url=http://h/v1", "tasks=5", "temperature=0.5", "ks=[1,3]", "log_samples=yes", "env.test_size=3"]
+    config = parse_config(EvalConfig, argv, prog="vpo-eval", passthrough={"env": "env_options"})
+    assert (config.tasks, config.temperature, config.ks, config.log_samples) == (5, 0.5, [1, 3], True)
+    assert config.env_options == {"test_size": 3}
+    with pytest.raises(ConfigError, match="option tasks expects an integer"):
+        parse_config(EvalConfig, [*argv, "tasks=many"], prog="vpo-eval", passthrough={"env": "env_options"})
+    with pytest.raises(ConfigError, match="needs omegaconf"):
+        parse_config(EvalConfig, [*argv, "tasks=0x10"], prog="vpo-eval", passthrough={"env": "env_options"})

@@ -7,11 +7,11 @@
 - `vpo_core.evaluation.metrics`: the paper's metrics of pools (one k-loop, one best@k estimator of a
   pool, `best_at_k_of_pool`), with structured metric names (`MetricName`) and the markdown table;
 - `vpo_core.evaluation.reporting`: what makes evaluations comparable: bootstrap standard errors over
-  tasks (`standard_errors`), the settings digest (`settings_digest`) and ``vpo-eval``'s results schema version;
+  tasks (`standard_errors`), the settings digest (`settings_digest`) and the results schema version;
 - `vpo_core.evaluation.plots`: best@k against k (needs matplotlib, imported when drawing).
 
-The evaluation app (``apps/evaluate.py``) is `vpo_core.adapters.local.evaluate`; it needs the local
-engine's samplers.
+The evaluation command (``vpo-eval``, ``apps/evaluate.py``) is `vpo_core.evaluation.cli`: backends for an
+OpenAI-compatible server (numpy only), transformers and vLLM, one ``results.json`` schema (`results.schema.json`).
 """
 
 from __future__ import annotations
