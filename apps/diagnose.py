@@ -83,8 +83,8 @@ def _sample(label: str, checkpoint: str, config: DiagnoseConfig) -> str:
     print(f"sampling {checkpoint}: {shlex.join(command)}", file=sys.stderr)
     if subprocess.run(command, check=False, stdout=sys.stderr).returncode != 0:  # stdout: the diagnosis only
         raise SystemExit(f"error: apps/evaluate.py failed on {checkpoint} (its message is above).")
-    rows = json.loads((out / "results.json").read_text())
-    files = [r["settings"]["file"] for r in rows.values() if r["settings"].get("conditioning") in (None, "w_star")]
+    rows = json.loads((out / "results.json").read_text())["rows"]  # the schema of docs/evaluation.md
+    files = [r["pool"] for r in rows.values() if r["conditioning"] in (None, "w_star")]
     if not files:
         raise SystemExit(f"error: apps/evaluate.py wrote no pool for {checkpoint} in {out}.")
     return str(out / files[0])

@@ -7,7 +7,7 @@ compute, bounds the client). The same prompts are sampled with ``max_workers=1``
 in one run (alternating, best of `REPEATS`); the throughput ratio is the claim of issue 40 item 3 (16 in
 flight give at least 12x the throughput of one; 16x is the ideal). The server counts the most requests it
 held at once, so the figure is explained by what reached it. Then ``vpo-eval`` itself (maze-v1, one
-completion per task) with ``--concurrency 1`` and ``16``, the same way.
+completion per task) with ``concurrency=1`` and ``16``, the same way.
 """
 
 from __future__ import annotations
@@ -99,14 +99,14 @@ def sampler_seconds(server: SlowServer, workers: int, prompts: list[str]) -> tup
 def vpo_eval_seconds(server: SlowServer, concurrency: int, tasks: int, *, phase: bool = False) -> tuple[float, int]:
     """Seconds of ``vpo-eval`` on `tasks` maze-v1 tasks (one completion each), and the most held at once.
 
-    ``phase=True``: the seconds of its sampling phase only (``eval_cli._sample_all``: the requests, the scoring
-    and the appends to samples.jsonl), without the command's fixed cost (env, probe, metrics, bootstrap).
+    ``phase=True``: the seconds of its sampling phase only (``evaluation.cli._sample_row``: the requests and the
+    scoring), without the command's fixed cost (env, probe, metrics, bootstrap, the saved pool).
     """
-    from vpo_core import eval_cli
-    from vpo_core.eval_cli import main
+    from vpo_core.evaluation import cli
+    from vpo_core.evaluation.cli import main
 
     server.reset()
-    sample_all = eval_cli._sample_all
+    sample_all = cli._sample_row
     spent: list[float] = []
 
     def timed(*args: Any, **kwargs: Any) -> Any:
@@ -116,16 +116,16 @@ def vpo_eval_seconds(server: SlowServer, concurrency: int, tasks: int, *, phase:
         finally:
             spent.append(time.perf_counter() - begin)
 
-    eval_cli._sample_all = timed  # type: ignore[assignment]
+    cli._sample_row = timed  # type: ignore[assignment]
     with tempfile.TemporaryDirectory() as tmp:
-        argv = ["--env", "maze-v1", "--base-url", server.base_url, "--template-options", "none", "--samples", "1"]
-        argv += ["--limit", str(tasks), "--concurrency", str(concurrency), "--out", str(Path(tmp) / "eval")]
-        argv += ["--env-option", f"test_size={tasks}", "--env-option", "train_size=1"]
+        argv = ["env=maze-v1", f"base_url={server.base_url}", "template_options=none", "samples=1"]
+        argv += [f"tasks={tasks}", f"concurrency={concurrency}", f"out={Path(tmp) / 'eval'}"]
+        argv += [f"env.test_size={tasks}", "env.train_size=1"]
         start = time.perf_counter()
         with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
             code = main(argv)
         seconds = time.perf_counter() - start
-    eval_cli._sample_all = sample_all  # type: ignore[assignment]
+    cli._sample_row = sample_all  # type: ignore[assignment]
     assert code == 0, f"vpo-eval exited {code}"
     return (spent[0] if phase else seconds), server.most
 
@@ -161,7 +161,7 @@ def main() -> int:
         server.close()
     print(f"\nOpenAISampler: 16 in flight give {ratio:.1f}x the throughput of 1 (target >= {TARGET:.0f}x, ideal 16x)")
     print(
-        f"vpo-eval: --concurrency 16 gives {phase_ratio:.1f}x the sampling phase's throughput of --concurrency 1 "
+        f"vpo-eval: concurrency=16 gives {phase_ratio:.1f}x the sampling phase's throughput of concurrency=1 "
         f"(target >= {TARGET:.0f}x); {eval_ratio:.1f}x on the whole command, fixed costs included"
     )
     return 0 if min(ratio, phase_ratio) >= TARGET else 1

@@ -53,8 +53,8 @@ def test_a_checkpoint_is_sampled_by_the_evaluation_app(tmp_path, capsys, monkeyp
         out = Path(args["out"])
         out.mkdir(parents=True)
         np.save(out / "pool_run.npy", np.random.default_rng(6).uniform(size=(3, 16, 1, 4)))
-        settings = {"file": "pool_run.npy", "conditioning": None}
-        (out / "results.json").write_text(json.dumps({"run": {"settings": settings}}))
+        row = {"pool": "pool_run.npy", "conditioning": None}  # the fields of results.json's schema it reads
+        (out / "results.json").write_text(json.dumps({"schema_version": 2, "rows": {"run": row}}))
         return subprocess.CompletedProcess(command, 0)
 
     monkeypatch.setattr(subprocess, "run", fake_evaluate)

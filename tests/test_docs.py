@@ -19,6 +19,7 @@ file must name one of its headings (GitHub's slug of the heading).
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import re
@@ -135,19 +136,16 @@ def _parse_only(argv: list[str]) -> None:
     script, args = Path(words[0]).name, words[1:]
     if script == "train.py":
         _parse_train(args)
-    elif script == "evaluate.py":
-        from vpo_core.adapters.local.evaluate import EvalConfig
-        from vpo_core.cli_config import parse_config
+    elif script in ("evaluate.py", "vpo-eval"):  # one evaluation command, one parse
+        from vpo_core.cli_config import HelpRequested, parse_config
+        from vpo_core.evaluation.cli import EvalConfig
 
-        parse_config(EvalConfig, args, prog="apps/evaluate.py", passthrough={"env": "env_options"})
+        with contextlib.suppress(HelpRequested):
+            parse_config(EvalConfig, args, prog=script, passthrough={"env": "env_options"})
     elif script == "search.py":
         from vpo_search.config import parse_args
 
         parse_args(args)
-    elif script == "vpo-eval":
-        from vpo_core.eval_cli import _parser
-
-        _parser().parse_args(args)
     else:
         pytest.fail(f"no parse-only check for {script}: mark the block <!-- run --> or add a parser here")
 

@@ -73,11 +73,11 @@ def test_the_mode_comes_from_the_metadata_not_from_m(tmp_path):
 def test_an_old_evaluation_pool_takes_its_row_from_results_json(tmp_path):
     rewards = np.random.default_rng(2).uniform(size=(2, 4, 1, 4))
     np.save(tmp_path / "pool_run.npy", rewards)
-    row = {"mode": "multi", "m": 1, "settings": {"file": "pool_run.npy", "env": "maze-v1", "samples": 4}}
-    (tmp_path / "results.json").write_text(json.dumps({"run": row}))
+    row = {"mode": "multi", "m": 1, "pool": "pool_run.npy", "settings": {"env": "maze-v1", "samples": 4}}
+    (tmp_path / "results.json").write_text(json.dumps({"schema_version": 2, "env": "maze-v1", "rows": {"run": row}}))
     pool = load_pool(tmp_path / "pool_run.npy")
     assert (pool.mode, pool.env, pool.label, pool.source) == ("multi", "maze-v1", "run", "results.json")
-    assert pool.settings == {"file": "pool_run.npy", "samples": 4}
+    assert pool.settings == {"samples": 4}
 
 
 def test_the_committed_pools_read_without_rewriting():
@@ -93,7 +93,7 @@ def test_the_committed_pools_read_without_rewriting():
         assert pool.rewards.dtype == np.float32
     for folder in sorted((ROOT / "results" / "maze-v1-miniature-v2" / "calibration").glob("*/")):
         if (folder / "pool.npz").exists():
-            [(label, row)] = json.loads((folder / "results.json").read_text()).items()
+            [(label, row)] = json.loads((folder / "results.json").read_text())["rows"].items()
             pool = load_pool(folder / "pool.npz")
             with np.load(folder / "pool.npz") as saved:  # pools saved before metadata: read from results.json
                 source = "metadata" if "metadata" in saved.files else "results.json"
@@ -136,7 +136,7 @@ def test_a_broken_record_beside_an_old_pool_falls_back_to_the_shape_rule(tmp_pat
     np.save(tmp_path / "pool_x.npy", np.zeros((1, 2, 3, 4)))
     (tmp_path / "results.json").write_text("{not json")
     assert load_pool(tmp_path / "pool_x.npy").source == "shape"
-    (tmp_path / "results.json").write_text(json.dumps({"x": {"mode": "single", "settings": "pool_x.npy"}}))
+    (tmp_path / "results.json").write_text(json.dumps({"rows": {"x": {"mode": "single", "pool": ["pool_x.npy"]}}}))
     (tmp_path / "index.json").write_text(json.dumps({"pools": [{"pool": "pool_x.npy", "mode": "chains"}]}))
     pool = load_pool(tmp_path / "pool_x.npy")
     assert (pool.mode, pool.source) == ("multi", "shape")
@@ -189,7 +189,7 @@ def test_damaged_summaries_beside_an_old_pool_do_not_crash_the_reader(tmp_path):
     pool = load_pool(tmp_path / "pool_x.npy")
     assert (pool.mode, pool.env, pool.source) == ("single", None, "index.json")
     (tmp_path / "results.json").write_text(
-        json.dumps({"x": {"mode": "single", "settings": {"file": "pool_x.npy", "env": 3}}})
+        json.dumps({"env": 3, "rows": {"x": {"mode": "single", "pool": "pool_x.npy"}}})
     )
     assert load_pool(tmp_path / "pool_x.npy").env is None
 

@@ -141,3 +141,19 @@ def test_yaml_trouble_in_train_options_is_a_one_line_refusal(tmp_path, capsys):
     assert err.startswith("error: option steps expects an integer")
     assert "\n" not in err
     assert not (tmp_path / "a:b,[c").exists()
+
+
+# ----------------------------------------------- a plain ``pip install vpo-core`` (no omegaconf): vpo-eval parses
+def test_without_omegaconf_the_evaluation_options_still_parse(monkeypatch):
+    """vpo-eval runs from vpo-core's numpy-only install: the option layer must not need omegaconf there."""
+    import sys
+
+    from vpo_core.evaluation.cli import EvalConfig
+
+    monkeypatch.setitem(sys.modules, "omegaconf", None)  # import omegaconf now raises ImportError
+    argv = ["base_url=http://h/v1", "tasks=5", "temperature=0.5", "ks=[1,3]", "log_samples=yes", "env.test_size=3"]
+    config = parse_config(EvalConfig, argv, prog="vpo-eval", passthrough={"env": "env_options"})
+    assert (config.tasks, config.temperature, config.ks, config.log_samples) == (5, 0.5, [1, 3], True)
+    assert config.env_options == {"test_size": 3}
+    with pytest.raises(ConfigError, match="option tasks expects an integer"):
+        parse_config(EvalConfig, [*argv, "tasks=many"], prog="vpo-eval", passthrough={"env": "env_options"})

@@ -1,4 +1,5 @@
-"""apps/evaluate.py on CPU: profile settings, goal conditionings, thinking off, an OpenAI-compatible endpoint.
+"""apps/evaluate.py (the evaluation command) on CPU: the transformers backend, goal conditionings, thinking off,
+resume and the sample log of a local model, one results schema for every backend, an OpenAI-compatible endpoint.
 
 The model is a tiny locally built one whose chat template prints ``<|nothink|>`` when the template is
 rendered with ``enable_thinking=False`` (as Qwen3's template switches thinking off), so the rendered
@@ -32,6 +33,27 @@ MAZE = ["env=maze-v1", "env.test_size=2", "env.train_size=2", "progress=false"]
 
 def _app():
     return runpy.run_path(str(ROOT / "apps" / "evaluate.py"), run_name="evaluate_app")["main"]
+
+
+SCHEMA = ROOT / "packages" / "vpo-core" / "src" / "vpo_core" / "evaluation" / "results.schema.json"
+
+
+def _valid_results(path: Path) -> dict:
+    """results.json, checked against the one schema (docs/evaluation.md) with jsonschema."""
+    jsonschema = pytest.importorskip("jsonschema")
+    results = json.loads(path.read_text())
+    jsonschema.validate(results, json.loads(SCHEMA.read_text()))
+    return results
+
+
+def _refused(capsys, argv, needle, code=2):
+    """The app refuses `argv` in one line holding `needle`, without a traceback."""
+    assert _app()(argv) == code
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    errors = [line for line in err.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1, err
+    assert needle in errors[0], errors[0]
 
 
 @pytest.fixture(scope="module")
@@ -78,10 +100,11 @@ def test_transformers_path_writes_two_goal_rows_outside_results(goal_run, tmp_pa
     monkeypatch.chdir(tmp_path)
     assert _app()([*MAZE, f"checkpoints={goal_run}", "samples=2", "max_new_tokens=6", "name=gc", "ks=[1,2]"]) == 0
     out = tmp_path / "runs" / "eval" / "gc"  # the default: runs/eval/<name>, not the committed results/
-    rows = json.loads((out / "results.json").read_text())
+    rows = _valid_results(out / "results.json")["rows"]
     assert set(rows) == {"gc (w=w*)", "gc (w=~Dir(1))"}
-    assert rows["gc (w=w*)"]["settings"]["conditioning"] == "w_star"
+    assert rows["gc (w=w*)"]["conditioning"] == rows["gc (w=w*)"]["settings"]["conditioning"] == "w_star"
     assert rows["gc (w=~Dir(1))"]["settings"]["conditioning"] == "dirichlet"
+    assert rows["gc (w=w*)"]["pool"] == "pool_gc@w_star.npy"
     assert rows["gc (w=w*)"]["settings"]["chat_template_kwargs"] == {"enable_thinking": False}
     assert np.load(out / "pool_gc@w_star.npy").shape == (2, 2, 1, 4)
     assert np.load(out / "pool_gc@dirichlet.npy").shape == (2, 2, 1, 4)
@@ -99,7 +122,7 @@ def test_transformers_path_writes_two_goal_rows_outside_results(goal_run, tmp_pa
     for row in rows.values():
         assert set(row["standard_errors"]) == set(row["metrics"])
         metric = row["metrics"]
-        assert all(se >= 0 or (np.isnan(se) and np.isnan(metric[k])) for k, se in row["standard_errors"].items())
+        assert all((se is None and metric[k] is None) or se >= 0 for k, se in row["standard_errors"].items())
         assert len(row["settings_digest"]) == 64
     assert rows["gc (w=w*)"]["settings_digest"] != rows["gc (w=~Dir(1))"]["settings_digest"]
 
@@ -116,15 +139,15 @@ def _grpo_run(root, model_dir, budget=None):
     return run.path
 
 
-def test_checkpoints_whose_folders_share_a_name_keep_both_results(model_dir, tmp_path, monkeypatch):
+def test_checkpoints_whose_folders_share_a_name_keep_both_results(model_dir, tmp_path, monkeypatch, capsys):
     Recorder().install(monkeypatch)
     first = _grpo_run(tmp_path / "seed0" / "grpo", model_dir, budget=17)
     second = _grpo_run(tmp_path / "seed1" / "grpo", model_dir)
     out = tmp_path / "eval"
     assert _app()([*MAZE, f"checkpoints={first},{second}", f"out={out}", "samples=1"]) == 0
-    rows = json.loads((out / "results.json").read_text())
+    rows = _valid_results(out / "results.json")["rows"]
     assert set(rows) == {"seed0/grpo", "seed1/grpo"}  # not one "grpo" row overwriting the other
-    files = {rows[name]["settings"]["file"] for name in rows}
+    files = {rows[name]["pool"] for name in rows}
     assert files == {"pool_seed0_grpo.npy", "pool_seed1_grpo.npy"}
     assert all((out / f).exists() for f in files)
     table = (out / "table.md").read_text()
@@ -133,8 +156,7 @@ def test_checkpoints_whose_folders_share_a_name_keep_both_results(model_dir, tmp
     # each run's own token budget (apps/train.py records it); the profile's where a run recorded none
     assert rows["seed0/grpo"]["settings"]["max_new_tokens"] == 17
     assert rows["seed1/grpo"]["settings"]["max_new_tokens"] == 1024
-    with pytest.raises(SystemExit, match="given twice"):
-        _app()([*MAZE, f"checkpoints={first},{first}", f"out={out}", "samples=1"])
+    _refused(capsys, [*MAZE, f"checkpoints={first},{first}", f"out={out}", "samples=1"], "given twice")
 
 
 def test_the_token_budget_never_passes_the_models_positions(model_dir, tmp_path, monkeypatch):
@@ -172,19 +194,25 @@ def test_prompts_carry_the_goal_suffix_and_thinking_off(goal_run, tmp_path, monk
     assert goal_suffix(env.spec_for(tasks[0]), dirichlet[0]) in recorder.calls[0]["prompts"][0]
 
 
-def test_a_plain_model_is_evaluated_without_suffix_and_needs_its_method(model_dir, tmp_path, monkeypatch):
+def test_a_plain_model_is_evaluated_without_suffix_in_its_method_s_mode(model_dir, tmp_path, monkeypatch, capsys):
     recorder = Recorder()
     recorder.install(monkeypatch)
-    assert _app()([*MAZE, f"checkpoints={model_dir}", "method=vpo", f"out={tmp_path}"]) == 0
+    assert _app()([*MAZE, f"checkpoints={model_dir}", "method=vpo", f"out={tmp_path / 'a'}"]) == 0
     (call,) = recorder.calls
     assert "weights" not in call["prompts"][0].lower()
     assert call["num_samples"] == 10
-    with pytest.raises(SystemExit, match="plain model directory: pass mode=single"):
-        _app()([*MAZE, f"checkpoints={model_dir}", f"out={tmp_path}"])
-    with pytest.raises(SystemExit, match="unknown option 'temprature'; did you mean temperature"):
-        _app()([*MAZE, f"checkpoints={model_dir}", "temprature=0.5"])
-    with pytest.raises(SystemExit, match="pass checkpoints="):
-        _app()(MAZE)
+    recorder.calls.clear()
+    assert _app()([*MAZE, f"checkpoints={model_dir}", f"out={tmp_path / 'b'}"]) == 0  # no method: single mode
+    assert recorder.calls[0]["num_samples"] == 30
+    (row,) = json.loads((tmp_path / "b" / "results.json").read_text())["rows"].values()
+    assert (row["mode"], row["m"]) == ("single", 1)
+    _refused(
+        capsys,
+        [*MAZE, f"checkpoints={model_dir}", "temprature=0.5"],
+        "unknown option 'temprature'; did you mean temperature",
+    )
+    _refused(capsys, MAZE, "pass checkpoints=")
+    _refused(capsys, [*MAZE, f"checkpoints={model_dir}", "method=vpo", "mode=single"], "prompts in multi mode")
 
 
 @pytest.mark.skipif(not LCB_DATA.exists(), reason="env-lcb's test data is not in this checkout")
@@ -296,7 +324,7 @@ class _Server:
         self.httpd.server_close()
 
 
-def test_endpoint_chat_api_gets_the_settings_and_survives_bad_choices(tmp_path, model_dir):
+def test_endpoint_chat_api_gets_the_settings_and_survives_bad_choices(tmp_path, model_dir, capsys):
     env = vpo_core.make("maze-v1", train_size=2, test_size=2)
     tasks = env.tasks("test")
     references = {t.index: env.reference_completion(t) for t in tasks}
@@ -309,10 +337,9 @@ def test_endpoint_chat_api_gets_the_settings_and_survives_bad_choices(tmp_path, 
 
     server = _Server(reply)
     try:
-        args = [*MAZE, f"endpoint={server.url}", "method=goal_cond", "samples=3", "api_key=sk-test", f"out={tmp_path}"]
-        with pytest.raises(SystemExit, match="pass tokenizer="):  # what the template pre-fills must be known
-            _app()([*args, "conditioning=w_star"])
-        assert _app()([*args, "conditioning=w_star", "max_workers=2", f"tokenizer={model_dir}"]) == 0
+        args = [*MAZE, f"base_url={server.url}", "method=goal_cond", "samples=3", "api_key=sk-test", f"out={tmp_path}"]
+        _refused(capsys, [*args, "conditioning=w_star"], "pass tokenizer=", code=1)  # the pre-fill must be known
+        assert _app()([*args, "conditioning=w_star", "concurrency=2", f"tokenizer={model_dir}"]) == 0
     finally:
         server.close()
     assert len(server.requests) == 2  # one request per task for its n completions
@@ -330,9 +357,9 @@ def test_endpoint_chat_api_gets_the_settings_and_survives_bad_choices(tmp_path, 
     assert sorted(p["seed"] for _, p, _ in server.requests) == [0, 1]
     spec = env.spec_for(tasks[0])
     assert all(goal_suffix(spec, spec.w_star_array) in p["messages"][-1]["content"] for _, p, _ in server.requests)
-    rows = json.loads((tmp_path / "results.json").read_text())
-    row = rows["served-ckpt (w=w*)"]
-    assert row["bad_completions"] == 4  # per task: one null content, one missing choice
+    row = _valid_results(tmp_path / "results.json")["rows"]["served-ckpt (w=w*)"]
+    assert row["missing_completions"] == 4  # per task: one null content, one missing choice
+    assert row["backend"] == "openai"
     pool = np.load(tmp_path / "pool_served-ckpt@w_star.npy")
     # the whole assistant turn is scored: the template's pre-fill, then the served text
     turns = {i: NOTHINK + text for i, text in references.items()}
@@ -344,35 +371,30 @@ def test_endpoint_chat_api_gets_the_settings_and_survives_bad_choices(tmp_path, 
     )
 
 
-def test_endpoint_completions_api_renders_with_the_local_tokenizer(model_dir, tmp_path):
+def test_endpoint_completions_api_renders_with_the_local_tokenizer(model_dir, tmp_path, capsys):
     server = _Server(lambda path, payload: [{"index": i, "text": "junk"} for i in range(payload["n"])])
     try:
-        args = [*MAZE, f"endpoint={server.url}", "method=grpo", "samples=2", "api=completions", f"out={tmp_path}"]
-        with pytest.raises(SystemExit, match="pass tokenizer="):
-            _app()(args)
-        assert _app()([*args, f"tokenizer={model_dir}", "served_model=served-ckpt"]) == 0
-        with pytest.raises(SystemExit, match="does not serve model 'other'"):
-            _app()([*args, f"tokenizer={model_dir}", "served_model=other"])
+        args = [*MAZE, f"base_url={server.url}", "method=grpo", "samples=2", "api=completions", f"out={tmp_path}"]
+        _refused(capsys, args, "pass tokenizer=", code=1)
+        assert _app()([*args, f"tokenizer={model_dir}", "model=served-ckpt"]) == 0
+        _refused(capsys, [*args, f"tokenizer={model_dir}", "model=other"], "does not serve model 'other'", code=1)
     finally:
         server.close()
     path, payload, _ = server.requests[0]
     assert path == "/v1/completions"
     assert payload["add_special_tokens"] is False
     assert payload["prompt"].rstrip().endswith(NOTHINK)
-    assert json.loads((tmp_path / "results.json").read_text())["served-ckpt"]["bad_completions"] == 0
+    assert json.loads((tmp_path / "results.json").read_text())["rows"]["served-ckpt"]["missing_completions"] == 0
 
 
-def test_refused_connection_and_bad_endpoint_give_clear_errors(tmp_path):
+def test_refused_connection_and_bad_endpoint_give_clear_errors(tmp_path, capsys):
     with socket.socket() as probe:  # a port nobody listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     base = [*MAZE, "method=grpo", f"out={tmp_path}"]
-    with pytest.raises(SystemExit, match=r"cannot reach http://127.0.0.1:\d+/v1/models .*vllm serve"):
-        _app()([*base, f"endpoint=http://127.0.0.1:{port}"])
-    with pytest.raises(SystemExit, match="not an http"):
-        _app()([*base, "endpoint=127.0.0.1:8000"])
-    with pytest.raises(SystemExit, match="not both"):
-        _app()([*base, "endpoint=http://127.0.0.1:1/v1", "checkpoints=x"])
+    _refused(capsys, [*base, f"base_url=http://127.0.0.1:{port}"], f"cannot reach http://127.0.0.1:{port}/v1/models", 1)
+    _refused(capsys, [*base, "base_url=127.0.0.1:8000"], "not an http", code=1)
+    _refused(capsys, [*base, "base_url=http://127.0.0.1:1/v1", "checkpoints=x"], "not both")
 
 
 def test_endpoint_server_errors_name_the_status(tmp_path):
@@ -403,3 +425,56 @@ def test_endpoint_retries_a_busy_server():
             OpenAISampler(server.url, retries=0).sample(["[]"], num_samples=1, max_new_tokens=4, temperature=0.7)
     finally:
         server.close()
+
+
+# ------------------------------------------------------------- one command: resume and log of a local model
+def test_the_transformers_backend_logs_samples_and_resumes(model_dir, tmp_path, monkeypatch, capsys):
+    """A local checkpoint gets the sample log and resume that only vpo-eval had before (one code path)."""
+    env = vpo_core.make("maze-v1", train_size=2, test_size=2)
+    recorder = Recorder(answer=env.reference_completion(env.tasks("test")[0]))
+    recorder.install(monkeypatch)
+    run = _grpo_run(tmp_path / "grpo", model_dir)
+    out = tmp_path / "eval"
+    args = [*MAZE, f"checkpoints={run}", f"out={out}", "samples=3", "log_samples=true"]
+    assert _app()(args) == 0
+    first = _valid_results(out / "results.json")
+    row = first["rows"]["grpo"]
+    assert (row["backend"], row["samples"], row["pool"]) == ("transformers", "samples_grpo.jsonl", "pool_grpo.npy")
+    log = out / "samples_grpo.jsonl"
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [(r["task_id"], r["sample"]) for r in records] == [(t.id, j) for t in env.tasks("test") for j in range(3)]
+    assert all(r["completion"] == recorder.answer for r in records)
+    np.testing.assert_allclose(records[0]["rewards"], env.score(env.tasks("test")[0], recorder.answer))
+    assert _app()(args) == 2  # a logged evaluation is not overwritten
+    assert "pass resume=true" in capsys.readouterr().err
+    text = log.read_text()
+    log.write_text(text[: len(text) - 30])  # interrupted inside the second task's last record
+    recorder.calls.clear()
+    assert _app()([*args, "resume=true"]) == 0
+    (call,) = recorder.calls  # only the second task is sampled again, with the seed of its chunk
+    assert (len(call["prompts"]), call["num_samples"], call["seed"]) == (1, 3, 0)
+    assert "1 of 2 tasks already sampled" in capsys.readouterr().err
+    again = _valid_results(out / "results.json")["rows"]["grpo"]
+    assert again["metrics"] == row["metrics"]
+    assert len(log.read_text().splitlines()) == 6
+    np.testing.assert_array_equal(load_pool(out / "pool_grpo.npy").rewards, np.load(out / "pool_grpo.npy"))
+
+
+def test_both_backends_write_results_of_one_schema(model_dir, tmp_path, monkeypatch, fake_openai):
+    """results.json of a local checkpoint and of a served model: the same schema, the same row fields."""
+    Recorder().install(monkeypatch)
+    local = tmp_path / "local"
+    assert _app()([*MAZE, f"checkpoints={_grpo_run(tmp_path / 'grpo', model_dir)}", f"out={local}", "samples=2"]) == 0
+    server = fake_openai(lambda messages, n: ["x"] * n)
+    served = tmp_path / "served"
+    args = [*MAZE, f"base_url={server.base_url}", "template_options=none", "samples=2", f"out={served}"]
+    assert _app()(args) == 0
+    a, b = _valid_results(local / "results.json"), _valid_results(served / "results.json")
+    assert set(a) == set(b)
+    (row_a,), (row_b,) = a["rows"].values(), b["rows"].values()
+    assert set(row_a) == set(row_b)
+    assert set(row_a["metrics"]) == set(row_b["metrics"])
+    assert (row_a["backend"], row_b["backend"]) == ("transformers", "openai")
+    for out, row in ((local, row_a), (served, row_b)):
+        pool = load_pool(out / row["pool"])
+        assert (pool.env, pool.mode, pool.source, pool.rewards.shape) == ("maze-v1", "single", "metadata", (2, 2, 1, 4))

@@ -18,10 +18,10 @@ import pytest
 import torch
 
 from vpo_core.adapters.local.config import parse_overrides
-from vpo_core.adapters.local.evaluate import main as evaluate_main
 from vpo_core.adapters.local.train import main as train_main
 from vpo_core.adapters.local.train import run
 from vpo_core.errors import MissingDataError
+from vpo_core.evaluation.cli import main as evaluate_main
 from vpo_core.runs import RunDir, RunDirError
 
 TINY = [
@@ -209,8 +209,10 @@ def test_truncated_checkpoint_weights_are_one_line(trained, tmp_path, capsys, ke
     assert "truncated or damaged" in err[-1]
     assert "delete" in err[-1]
     assert not any("Traceback" in line for line in err)
-    with pytest.raises(SystemExit, match="truncated or damaged"):
-        evaluate_main(["env=maze-v1", "env.test_size=1", f"checkpoints={out}", "progress=false", "device=cpu"])
+    assert evaluate_main(["env=maze-v1", "env.test_size=1", f"checkpoints={out}", "progress=false", "device=cpu"]) == 2
+    err = capsys.readouterr().err
+    assert "truncated or damaged" in err.strip().splitlines()[-1]
+    assert "Traceback" not in err
 
 
 def test_a_complete_weights_file_passes_the_check(trained):
@@ -243,14 +245,16 @@ def test_a_file_where_a_folder_belongs_is_one_line(trained, tmp_path, capsys, fo
     assert not any("Traceback" in line for line in err)
     assert (out / folder).read_text() == "not a folder"  # nothing replaced it
     assert [r["step"] for r in RunDir(out).read_metrics()] == [0]  # the history is kept
-    with pytest.raises(SystemExit, match="is a file where the run's"):
-        evaluate_main(["env=maze-v1", "env.test_size=1", f"checkpoints={out}", "progress=false", "device=cpu"])
+    assert evaluate_main(["env=maze-v1", "env.test_size=1", f"checkpoints={out}", "progress=false", "device=cpu"]) == 2
+    err = capsys.readouterr().err
+    assert "is a file where the run's" in err.strip().splitlines()[-1]
+    assert "Traceback" not in err
 
 
 # ------------------------------------------------------------------------------- evaluate without data
-def test_evaluate_on_lcb_without_data_says_how_to_get_it(tmp_path, trained):
+def test_evaluate_on_lcb_without_data_says_how_to_get_it(tmp_path, trained, capsys):
     pytest.importorskip("env_lcb")
-    with pytest.raises(SystemExit) as caught:
+    assert (
         evaluate_main(
             [
                 "env=lcb-v1",
@@ -262,9 +266,12 @@ def test_evaluate_on_lcb_without_data_says_how_to_get_it(tmp_path, trained):
                 f"out={tmp_path / 'eval'}",
             ]
         )
-    message = str(caught.value.code)
+        == 2
+    )
+    err = capsys.readouterr().err.strip()
+    assert "Traceback" not in err
+    message = err.splitlines()[-1]
     assert message.startswith("error: ")
-    assert "\n" not in message
     assert "DeepCoder-Preview-Dataset" in message
     assert "data_dir" in message
 

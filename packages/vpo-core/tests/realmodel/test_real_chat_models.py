@@ -302,24 +302,24 @@ def test_evaluate_and_diagnose_give_the_same_reward_vector(runs, models, env, ki
     expected = _expected(env, kind)  # (T, m, d)
     local = tmp_path / "local"
     assert _app("evaluate")([f"env={ENV}", f"checkpoints={run}", f"out={local}", "progress=false"]) == 0
-    row = json.loads((local / "results.json").read_text())["vpo"]
+    row = json.loads((local / "results.json").read_text())["rows"]["vpo"]
     assert row["settings"]["max_new_tokens"] == 30  # the run's own budget, not the profile's 40
-    assert row["bad_completions"] == 0
-    pool = np.load(local / row["settings"]["file"])  # (T, n, m, d)
+    assert row["missing_completions"] == 0
+    pool = np.load(local / row["pool"])  # (T, n, m, d)
     assert pool.shape == (4, 2, 2, 2)
     np.testing.assert_array_equal(pool, np.broadcast_to(expected[:, None], pool.shape))
 
     server = FakeVllm(models[kind][0])
     try:
         served = tmp_path / "served"
-        args = [f"env={ENV}", f"endpoint={server.url}", "method=vpo", "m=2", f"tokenizer={models[kind][0]}"]
+        args = [f"env={ENV}", f"base_url={server.url}", "method=vpo", "m=2", f"tokenizer={models[kind][0]}"]
         assert _app("evaluate")([*args, f"out={served}", "progress=false", "max_new_tokens=30"]) == 0
     finally:
         server.close()
     np.testing.assert_array_equal(np.load(served / "pool_tiny.npy"), pool)
 
     capsys.readouterr()
-    assert _app("diagnose")([f"env={ENV}", f"vpo={local / row['settings']['file']}", "k=2"]) == 0
+    assert _app("diagnose")([f"env={ENV}", f"vpo={local / row['pool']}", "k=2"]) == 0
     printed = capsys.readouterr().out
     best = float(re.search(r"best@2 \(w\* = .*?\) = ([0-9.]+)", printed).group(1))
     assert best == pytest.approx(np.mean(env.reward_spec.scalarize(expected).max(axis=-1)), abs=1e-3)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import vpo_core
-from vpo_core.eval_cli import main
+from vpo_core.evaluation.cli import main
 from vpo_core.models.openai import EndpointError, OpenAISampler
 from vpo_core.models.prefill import PROBE, PrefillError, ServerPrefill, api_root, served_by_vllm
 
@@ -124,15 +124,15 @@ def test_vpo_eval_learns_the_prefill_from_vllm_and_scores_whole_turns(serve, tmp
 
     server = serve(reply, chat_template=THINK_TEMPLATE)
     out = tmp_path / "eval"
-    argv = ["--env", "maze-v1", "--base-url", server.base_url, "--limit", "2", "--samples", "2", "--out", str(out)]
-    assert main([*argv, "--env-option", "test_size=3", "--env-option", "train_size=2"]) == 0
+    argv = ["env=maze-v1", f"base_url={server.base_url}", "tasks=2", "samples=2", f"out={out}", "log_samples=true"]
+    assert main([*argv, "env.test_size=3", "env.train_size=2"]) == 0
     err = capsys.readouterr().err
     assert f"the template pre-fills {THINK!r} (learned from the server's /tokenize)" in err
-    results = json.loads((out / "results.json").read_text())
+    (results,) = json.loads((out / "results.json").read_text())["rows"].values()
     assert results["chat_template_prefill"] == {"text": THINK, "source": "server"}
     assert results["settings"]["chat_template_kwargs"] == OFF
     assert all(p.endswith("<|im_start|>assistant\n" + THINK) for p in prompts)  # the options reached the template
-    records = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+    records = [json.loads(line) for line in (out / results["samples"]).read_text().splitlines()]
     assert len(records) == 4
     tasks = {t.id: t for t in maze.tasks("test")}
     for record in records:

@@ -96,12 +96,12 @@ def test_vpo_eval_from_a_plain_pip_install_scores_a_real_vllm_server(stack, smol
     assert "torch" not in listed
     assert "transformers" not in listed  # nothing a pip user lacks: no tokenizer, no checkpoint
     out = tmp_path / "eval"
-    cli = [pip_venv / "bin" / "vpo-eval", "--env", "maze-v1", "--base-url", server.base_url, "--model", SERVED]
-    cli += ["--limit", "2", "--samples", "2", "--max-tokens", "16", "--concurrency", "2", "--out", out]
+    cli = [pip_venv / "bin" / "vpo-eval", "env=maze-v1", f"base_url={server.base_url}", f"model={SERVED}"]
+    cli += ["tasks=2", "samples=2", "max_new_tokens=16", "concurrency=2", f"out={out}", "log_samples=true"]
     done = subprocess.run(cli, capture_output=True, text=True, timeout=300, env=_packaging()._clean_env(), cwd=tmp_path)
     assert done.returncode == 0, f"{done.stdout}\n{done.stderr}\nserver log:\n{server.log_tail()}"
     assert f"the template pre-fills {THINK!r} (learned from the server's /tokenize)" in done.stderr
-    results = json.loads((out / "results.json").read_text())
+    (results,) = json.loads((out / "results.json").read_text())["rows"].values()
     assert results["model"] == SERVED
     assert results["settings"]["chat_template_kwargs"] == OFF
     assert results["chat_template_prefill"] == {"text": THINK, "source": "server"}
@@ -115,7 +115,7 @@ def test_vpo_eval_from_a_plain_pip_install_scores_a_real_vllm_server(stack, smol
     assert template_prefill(tokenizer, OFF) == THINK
     maze = vpo_core.make("maze-v1")
     tasks = {t.id: t for t in maze.tasks("test")[:2]}
-    records = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+    records = [json.loads(line) for line in (out / results["samples"]).read_text().splitlines()]
     assert len(records) == 4
     for record in records:
         assert record["task_id"] in tasks

@@ -7,12 +7,13 @@
 - `vpo_core.evaluation.metrics`: the paper's metrics of pools (one k-loop, one best@k estimator of a
   pool, `best_at_k_of_pool`), with structured metric names (`MetricName`) and the markdown table;
 - `vpo_core.evaluation.reporting`: what makes evaluations comparable: bootstrap standard errors over
-  tasks (`standard_errors`), the settings digest (`settings_digest`) and ``vpo-eval``'s results schema version;
+  tasks (`standard_errors`), the settings digest (`settings_digest`) and the results schema version;
   a training run's before/after comparison (`before_after`);
 - `vpo_core.evaluation.plots`: best@k against k (needs matplotlib, imported when drawing).
 
-The evaluation app (``apps/evaluate.py``) is `vpo_core.adapters.local.evaluate`; its samplers are the
-model floor's (`vpo_core.models`).
+The evaluation command (``vpo-eval``, ``apps/evaluate.py``) is `vpo_core.evaluation.cli`: backends for an
+OpenAI-compatible server (numpy only), transformers and vLLM (the model floor's samplers, `vpo_core.models`),
+one ``results.json`` schema (`results.schema.json`).
 """
 
 from __future__ import annotations

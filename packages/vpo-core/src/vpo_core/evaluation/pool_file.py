@@ -12,7 +12,7 @@ settings and the package versions. Two containers, chosen by the file's suffix:
 `load_pool` also reads the pools written before pools carried metadata (the committed
 ``results/*/pools/*.npz`` and ``results/*/calibration/*/pool.npz``, ``pool_<row>.npy`` of older
 evaluations): their metadata comes from the ``results.json`` of their evaluation (the row whose
-``settings.file`` names the pool, or its only row) or the ``index.json`` of their experiment summary
+``pool`` names the file) or the ``index.json`` of their experiment summary
 (the record whose ``pool`` names it). A bare array with neither is read as the evaluation app wrote
 them: single mode when m = 1, multi mode otherwise (`legacy_mode`).
 """
@@ -286,15 +286,14 @@ def _checked_metadata(where: Path, text: str, shape: tuple[int, ...]) -> dict[st
 def _legacy_pool(file: Path, rewards: NDArray[Any]) -> SavedPool:
     """A pool saved without metadata: what its evaluation's results.json or its summary's index.json says."""
     pool = SavedPool(rewards=rewards, mode=legacy_mode(rewards), source="shape")
-    rows = _read_json(file.parent / "results.json")
+    results = _read_json(file.parent / "results.json")
+    rows = results.get("rows") if isinstance(results, dict) else None  # the schema of docs/evaluation.md
     if isinstance(rows, dict):
-        named = [(k, r) for k, r in rows.items() if isinstance(r, dict) and _settings(r).get("file") == file.name]
-        if not named and len(rows) == 1 and file.suffix == ".npz":  # a calibration folder: pool.npz, one row
-            named = [(k, r) for k, r in rows.items() if isinstance(r, dict)]
+        named = [(k, r) for k, r in rows.items() if isinstance(r, dict) and r.get("pool") == file.name]
         if named and named[0][1].get("mode") in ("single", "multi"):
             label, row = named[0]
-            settings = dict(_settings(row))
-            env = settings.pop("env", None)
+            settings = {k: v for k, v in _settings(row).items() if k != "env"}
+            env = results.get("env")
             return replace(
                 pool,
                 mode=row["mode"],

@@ -9,7 +9,8 @@
 - `settings_digest`: the sha256 of the canonical JSON (sorted keys, no spaces, ASCII, strict
   numbers) of the settings that define a run; the server's address (``base_url``) is left out, as
   the same model served elsewhere is the same run.
-- `RESULTS_SCHEMA_VERSION`: the version of ``vpo-eval``'s ``results.json`` layout;
+- `RESULTS_SCHEMA_VERSION`: the version of the evaluation command's ``results.json`` layout
+  (`vpo_core.evaluation.cli`; the schema is documented in docs/evaluation.md);
 - `before_after`: a training run's report of the evaluations before and after RL (every engine's ``report.json``).
 
 Example:
@@ -46,8 +47,12 @@ __all__ = [
     "standard_errors",
 ]
 
-RESULTS_SCHEMA_VERSION = 1
-"""Version of ``vpo-eval``'s results.json layout (1: metrics with standard errors, settings digest, k left out)."""
+RESULTS_SCHEMA_VERSION = 2
+"""Version of the evaluation command's results.json layout.
+
+1: vpo-eval's one served model at the top level; 2: one schema for every backend, a row per evaluated model
+(and goal conditioning) under ``rows``, each with its metrics, their standard errors, settings and digest.
+"""
 
 BOOTSTRAP_RESAMPLES = 1000
 """Resamples of the tasks behind each standard error (the Monte Carlo error of a standard error is ~2 % at 1000)."""

@@ -1,7 +1,7 @@
 """``python -m vpo_core.adapters.local train|evaluate [key=value ...]``: the local engine's commands.
 
 ``train`` is `vpo_core.adapters.local.train` (what ``apps/train.py`` runs for engine=local) and
-``evaluate`` is `vpo_core.adapters.local.evaluate` (``apps/evaluate.py``), so an installed vpo-core
+``evaluate`` is `vpo_core.evaluation.cli` (``apps/evaluate.py``, ``vpo-eval``), so an installed vpo-core
 runs them without a checkout (the experiment runner starts its jobs this way).
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-COMMANDS = {"train": "vpo_core.adapters.local.train", "evaluate": "vpo_core.adapters.local.evaluate"}
+COMMANDS = {"train": "vpo_core.adapters.local.train", "evaluate": "vpo_core.evaluation.cli"}
 """Command name -> the module whose ``main(argv)`` runs it."""
 
 
