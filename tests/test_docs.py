@@ -107,7 +107,7 @@ def _module(path: Path) -> Any:
 
 def _parse_train(args: list[str]) -> None:
     """apps/train.py's options, checked by the chosen engine's parser; nothing is trained or written."""
-    from vpo_core.env_options import check_env
+    from vpo_core.registry import check_env_options
 
     engine, rest = _module(ROOT / "apps" / "train.py").split_engine(args)
     if engine == "local":
@@ -120,14 +120,14 @@ def _parse_train(args: list[str]) -> None:
         from vpo_core.cli_config import parse_config
 
         config = parse_config(TRLTrainConfig, rest, prog="apps/train.py engine=trl", passthrough={"env": "env_options"})
-        check_env(config.env, config.env_options)
+        check_env_options(config.env, config.env_options)
     else:  # veRL: the launcher's own parse and the cell's recipe, without composing veRL's config
         from vpo_core.adapters.verl import launch
         from vpo_core.adapters.verl.recipes import cell
 
         config = launch.parse_launch(rest)
         launch._check_model(config.model)
-        check_env(str(config.env), config.env_options)
+        check_env_options(str(config.env), config.env_options)
         cell(str(config.env), config.method, m=config.m, n=config.n, model=config.model)
 
 

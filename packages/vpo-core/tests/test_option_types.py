@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 
 import vpo_core
-from vpo_core.env_options import check_env, check_fields, check_options
+from vpo_core.env_options import check_fields, check_options
 from vpo_core.errors import ConfigError
+from vpo_core.registry import check_env_options
 
 
 @pytest.mark.parametrize("value", [True, False, np.bool_(True), 2.0, 2.5, "3", None, [3]])
@@ -87,8 +88,8 @@ def test_the_command_line_check_refuses_yaml_booleans_and_names_env_keys():
     with pytest.raises(
         ConfigError, match=r"^env\.train_size of maze-v1 expects int, got True \(env\.train_size=\.\.\.\)"
     ):
-        check_env("maze-v1", {"train_size": True})
-    assert check_env("maze-v1", {"train_size": 5}) == ("maze-v1", {"train_size": 5})
+        check_env_options("maze-v1", {"train_size": True})
+    assert check_env_options("maze-v1", {"train_size": 5}) == ("maze-v1", {"train_size": 5})
 
 
 def test_check_options_and_check_fields_rules():

@@ -383,11 +383,11 @@ def test_an_env_without_a_config_record_pickles_its_attributes_as_before():
 
 
 def test_env_options_are_checked_against_the_config_fields(monkeypatch):
-    from vpo_core import env_options
+    from vpo_core import registry
 
-    monkeypatch.setattr(env_options, "resolve_env_class", lambda env_id: SizedDigitsEnv)
-    assert env_options.check_env("digits-v0", {"n_test": 2}) == ("digits-v0", {"n_test": 2})
+    monkeypatch.setattr(registry, "resolve_env_class", lambda env_id: SizedDigitsEnv)
+    assert registry.check_env_options("digits-v0", {"n_test": 2}) == ("digits-v0", {"n_test": 2})
     with pytest.raises(ValueError, match=r"env.n_trian is not an option of digits-v0; did you mean env.n_train\?"):
-        env_options.check_env("digits-v0", {"n_trian": 2})
+        registry.check_env_options("digits-v0", {"n_trian": 2})
     with pytest.raises(ValueError, match=r"env\.n_train of digits-v0 expects int"):
-        env_options.check_env("digits-v0", {"n_train": "many"})
+        registry.check_env_options("digits-v0", {"n_train": "many"})

@@ -1,6 +1,6 @@
 """Env ids and env options checked before anything heavy runs: the apps' ``env=`` and ``env.<key>=``.
 
-`check_env` resolves an id to its canonical form and checks the constructor options against the fields
+`vpo_core.registry.check_env_options` resolves an id to its canonical form and checks the constructor options against the fields
 of the env's config record (``config_cls``; the constructor's signature for an env without one),
 importing only the env's package (no engine, no torch, no dataset download):
 
@@ -35,9 +35,8 @@ from typing import Any
 
 from vpo_core.cli_config import check_value
 from vpo_core.errors import ConfigError
-from vpo_core.registry import resolve_env_class
 
-__all__ = ["OptionTypes", "check_env", "check_fields", "check_options", "option_types"]
+__all__ = ["OptionTypes", "check_fields", "check_options", "option_types"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -157,31 +156,3 @@ def check_options(
     if missing and not known.open:
         raise ConfigError(f"{env_id} needs {', '.join(f'{prefix}{n}=...' for n in missing)}.")
     return checked
-
-
-def check_env(
-    env_id: str, options: Mapping[str, Any], *, warn: Callable[[str], None] | None = None
-) -> tuple[str, dict[str, Any]]:
-    """The canonical env id and the checked constructor options, importing only the env's package.
-
-    Args:
-        env_id: What the user wrote: ``maze-v1``, ``maze`` (latest version) or ``package.module:Class``.
-        options: The ``env.<key>=<value>`` options (parsed values).
-        warn: Called with one line when an unversioned id was resolved (default: say nothing).
-
-    Returns:
-        (canonical id, options), where the id is the class's registered ``env_id`` (or `env_id` itself for
-        the ``module:Class`` form).
-
-    Raises:
-        KeyError: If no installed env has that id (the message lists the installed ones).
-        ConfigError: If an option is not the constructor's or has the wrong type.
-    """
-    cls = resolve_env_class(env_id)
-    canonical = env_id if ":" in env_id else str(cls.env_id)
-    if canonical != env_id and warn is not None:
-        warn(
-            f"warning: env={env_id} has no version; using the latest installed, env={canonical} (recorded as "
-            f"{canonical}; write env={canonical} to pin it)."
-        )
-    return canonical, check_options(cls, options, env_id=canonical)

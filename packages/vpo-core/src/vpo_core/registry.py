@@ -10,13 +10,24 @@ import difflib
 import importlib
 import logging
 import re
+from collections.abc import Callable, Mapping
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
 from vpo_core.env import TextEnv
+from vpo_core.env_options import check_options
 from vpo_core.errors import ConfigError, DataFileError, MissingDataError, UserError
 
-__all__ = ["DEFAULT_ENV", "ENTRY_POINT_GROUP", "env_tasks", "list_envs", "make", "make_env", "resolve_env_class"]
+__all__ = [
+    "DEFAULT_ENV",
+    "ENTRY_POINT_GROUP",
+    "check_env_options",
+    "env_tasks",
+    "list_envs",
+    "make",
+    "make_env",
+    "resolve_env_class",
+]
 
 ENTRY_POINT_GROUP = "vpo.envs"
 DEFAULT_ENV = "maze-v1"
@@ -129,8 +140,6 @@ def make(env_id: str, **config: Any) -> TextEnv[Any, Any]:
         KeyError: If no installed env has that id.
         ConfigError: If a keyword is not an option of the env or has the wrong type (the message names it).
     """
-    from vpo_core.env_options import check_options  # env_options imports this module
-
     cls = resolve_env_class(env_id)
     options = check_options(cls, config, env_id=str(getattr(cls, "env_id", env_id)), prefix="")
     return cls(**options)
@@ -165,3 +174,31 @@ def env_tasks(env: TextEnv[Any, Any], split: str) -> list[Any]:
         raise MissingDataError(str(exc)) from exc
     except DataError as exc:
         raise DataFileError(str(exc)) from exc
+
+
+def check_env_options(
+    env_id: str, options: Mapping[str, Any], *, warn: Callable[[str], None] | None = None
+) -> tuple[str, dict[str, Any]]:
+    """The canonical env id and the checked constructor options, importing only the env's package.
+
+    Args:
+        env_id: What the user wrote: ``maze-v1``, ``maze`` (latest version) or ``package.module:Class``.
+        options: The ``env.<key>=<value>`` options (parsed values).
+        warn: Called with one line when an unversioned id was resolved (default: say nothing).
+
+    Returns:
+        (canonical id, options), where the id is the class's registered ``env_id`` (or `env_id` itself for
+        the ``module:Class`` form).
+
+    Raises:
+        KeyError: If no installed env has that id (the message lists the installed ones).
+        ConfigError: If an option is not the constructor's or has the wrong type.
+    """
+    cls = resolve_env_class(env_id)
+    canonical = env_id if ":" in env_id else str(cls.env_id)
+    if canonical != env_id and warn is not None:
+        warn(
+            f"warning: env={env_id} has no version; using the latest installed, env={canonical} (recorded as "
+            f"{canonical}; write env={canonical} to pin it)."
+        )
+    return canonical, check_options(cls, options, env_id=canonical)

@@ -8,7 +8,7 @@
   pool, `best_at_k_of_pool`), with structured metric names (`MetricName`) and the markdown table;
 - `vpo_core.evaluation.reporting`: what makes evaluations comparable: bootstrap standard errors over
   tasks (`standard_errors`), the settings digest (`settings_digest`) and the results schema version;
-  a training run's before/after comparison (`before_after`);
+  a training run's before/after comparison (`before_after`, in `sampling` beside `EvalResult`);
 - `vpo_core.evaluation.plots`: best@k against k (needs matplotlib, imported when drawing).
 
 The evaluation command (``vpo-eval``, ``apps/evaluate.py``) is `vpo_core.evaluation.cli`: backends for an
@@ -33,8 +33,15 @@ from vpo_core.evaluation.metrics import (
     validity_metrics,
 )
 from vpo_core.evaluation.pool_file import SavedPool, legacy_mode, load_pool, new_pool, package_versions, save_pool
-from vpo_core.evaluation.reporting import before_after, settings_digest, standard_errors
-from vpo_core.evaluation.sampling import CONDITIONINGS, EvalResult, Sampler, evaluate_policy, goal_weights_for_eval
+from vpo_core.evaluation.reporting import settings_digest, standard_errors
+from vpo_core.evaluation.sampling import (
+    CONDITIONINGS,
+    EvalResult,
+    Sampler,
+    before_after,
+    evaluate_policy,
+    goal_weights_for_eval,
+)
 
 __all__ = [
     "CONDITIONINGS",

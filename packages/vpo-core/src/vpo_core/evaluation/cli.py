@@ -1011,10 +1011,10 @@ def _env_and_tasks(config: EvalConfig) -> tuple[str, Any, list[Any]]:
     """
     import vpo_core
     from vpo_core.data import DataError
-    from vpo_core.env_options import check_env
+    from vpo_core.registry import check_env_options
 
     try:
-        env_id, options = check_env(config.env, config.env_options, warn=_log)
+        env_id, options = check_env_options(config.env, config.env_options, warn=_log)
     except KeyError as exc:  # the registry's check of the id the user wrote
         raise ConfigError(str(exc.args[0] if exc.args else exc)) from None
     config.env, config.env_options = env_id, options

@@ -11,7 +11,6 @@
   the same model served elsewhere is the same run.
 - `RESULTS_SCHEMA_VERSION`: the version of the evaluation command's ``results.json`` layout
   (`vpo_core.evaluation.cli`; the schema is documented in docs/evaluation.md);
-- `before_after`: a training run's report of the evaluations before and after RL (every engine's ``report.json``).
 
 Example:
     >>> settings_digest({"env": "maze-v1", "temperature": 0.7, "base_url": "http://a/v1"}) == settings_digest(
@@ -24,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -33,15 +32,11 @@ from vpo_core import strict_json
 from vpo_core.evaluation.metrics import REACH_SPLIT, MetricName, metric_name
 from vpo_core.metrics import collinearity
 
-if TYPE_CHECKING:
-    from vpo_core.evaluation.sampling import EvalResult  # sampling imports this module
-
 __all__ = [
     "BOOTSTRAP_RESAMPLES",
     "BOOTSTRAP_SEED",
     "NOT_DEFINING",
     "RESULTS_SCHEMA_VERSION",
-    "before_after",
     "bootstrap_counts",
     "settings_digest",
     "standard_errors",
@@ -195,12 +190,3 @@ def _collinearity_spread(env: Any, tasks: Sequence[Any], pools: Sequence[Any], c
         corr = sub / np.sqrt(np.outer(var[kept], var[kept]))
         values[b] = corr[~np.eye(len(sub), dtype=bool)].mean()
     return _spread(values)
-
-
-def before_after(init: EvalResult, final: EvalResult) -> dict[str, object]:
-    """The report's comparison of an evaluation before and after RL (every engine's ``report.json`` keys)."""
-    return {
-        "warm_started": init.metrics,
-        "after_rl": final.metrics,
-        "learned": final.metrics["mean_w_star"] > init.metrics["mean_w_star"],
-    }

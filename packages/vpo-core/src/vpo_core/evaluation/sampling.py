@@ -33,6 +33,7 @@ __all__ = [
     "KS",
     "EvalResult",
     "Sampler",
+    "before_after",
     "evaluate_policy",
     "goal_weights_for_eval",
 ]
@@ -284,3 +285,12 @@ def _score_batch(
             bad += 1
             log(f"{name}: completion {c} of {tasks[t].id} could not be scored ({type(exc).__name__}: {exc})")
     return bad
+
+
+def before_after(init: EvalResult, final: EvalResult) -> dict[str, object]:
+    """The report's comparison of an evaluation before and after RL (every engine's ``report.json`` keys)."""
+    return {
+        "warm_started": init.metrics,
+        "after_rl": final.metrics,
+        "learned": final.metrics["mean_w_star"] > init.metrics["mean_w_star"],
+    }

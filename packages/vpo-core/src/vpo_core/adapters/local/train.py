@@ -104,10 +104,10 @@ def preflight(config: TrainConfig) -> TrainConfig:
         MissingDataError: ``model=`` names no directory.
     """
     from vpo_core.adapters.local.trackers import check_trackers
-    from vpo_core.env_options import check_env
+    from vpo_core.registry import check_env_options
 
     try:
-        env_id, options = check_env(config.env, config.env_options, warn=_log)
+        env_id, options = check_env_options(config.env, config.env_options, warn=_log)
     except (KeyError, ValueError) as exc:  # the registry's and the options' checks of what the user wrote
         raise ConfigError(exc.args[0] if exc.args else str(exc)) from exc
     check_trackers(config.loggers)

@@ -30,8 +30,8 @@ from typing import Any
 
 from vpo_core.adapters.verl.recipes import LOGGERS, RUN_DEFAULTS, Cell, cell, overrides
 from vpo_core.cli_config import HelpRequested, option, parse_config
-from vpo_core.env_options import check_env
 from vpo_core.errors import ConfigError
+from vpo_core.registry import check_env_options
 from vpo_core.weights import WEIGHT_SAMPLERS, check_weight_options, weight_sampler_help
 
 __all__ = [
@@ -347,7 +347,7 @@ def plan(argv: Sequence[str]) -> tuple[LaunchPlan, bool]:
     c = cell(
         env_id, config.method, m=config.m, n=config.n, model=config.model, n_gpus=config.n_gpus, nnodes=config.nnodes
     )
-    env_config = check_env(env_id, config.env_options)[1] if config.env_options else {}
+    env_config = check_env_options(env_id, config.env_options)[1] if config.env_options else {}
     suffix = "" if c.n == 8 else f"-n{c.n}"
     out = Path(config.out if config.out is not None else f"runs/verl/{c.env_id}-{c.method}{suffix}")
     logger = tuple(name for name in config.logger.split(",") if name)
