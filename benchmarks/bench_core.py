@@ -26,10 +26,12 @@ import tempfile  # noqa: E402
 import time  # noqa: E402
 import timeit  # noqa: E402
 from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from vpo_core import compute_advantages  # noqa: E402
+import vpo_core  # noqa: E402
+from vpo_core import AdvantageConfig, RolloutBatch, compute_advantages  # noqa: E402
 from vpo_core.advantages import rollout_scalars  # noqa: E402
 from vpo_core.metrics import best_at_k_curve  # noqa: E402
 from vpo_core.normalizers import group_zscore  # noqa: E402
@@ -63,14 +65,27 @@ def baseline_vpo_core(rev: str, into: Path):
     return importlib.import_module("vpo_core_baseline")
 
 
+def _vpo_call(package: Any, rewards: np.ndarray, w_star: np.ndarray, fresh_keys: Any) -> Any:
+    """One VPO advantage call of `package` (vpo_core or a baseline's copy), in the API that revision has."""
+    if not hasattr(package, "AdvantageConfig"):  # revisions before issue 39 item 4: the keyword API
+        return lambda: package.compute_advantages("vpo", rewards, w_star=w_star, group_keys=fresh_keys())
+    config = package.AdvantageConfig.parse("vpo")
+    return lambda: package.compute_advantages(
+        package.RolloutBatch.of(rewards, w_star=w_star, keys=fresh_keys()), config
+    )
+
+
 def compare(rev: str, rewards: np.ndarray, w_star: np.ndarray, fresh_keys) -> None:
     """Today's and `rev`'s VPO estimator, interleaved 15 times; the best process-CPU time of each."""
     with tempfile.TemporaryDirectory() as tmp:
-        old = baseline_vpo_core(rev, Path(tmp)).compute_advantages
+        baseline = baseline_vpo_core(rev, Path(tmp))
+        runs = {
+            "old": _vpo_call(baseline, rewards, w_star, fresh_keys),
+            "new": _vpo_call(vpo_core, rewards, w_star, fresh_keys),
+        }
         times: dict[str, list[float]] = {"old": [], "new": []}
         for _ in range(15):
-            for name, fn in (("old", old), ("new", compute_advantages)):
-                run = lambda fn=fn: fn("vpo", rewards, w_star=w_star, group_keys=fresh_keys())  # noqa: E731
+            for name, run in runs.items():
                 times[name].append(min(timeit.repeat(run, timer=time.process_time, number=10, repeat=3)) / 10 * 1e3)
     old_ms, new_ms = min(times["old"]), min(times["new"])
     print(
@@ -93,12 +108,13 @@ def main() -> None:
         return [f"{step}:{b}" for b in range(B)]
 
     fixed_keys = fresh_keys()
-    vpo_fresh = best_ms(lambda: compute_advantages("vpo", rewards, w_star=w_star, group_keys=fresh_keys()), 20)
+    vpo, grpo = AdvantageConfig.parse("vpo"), AdvantageConfig.parse("grpo")
+    vpo_fresh = best_ms(lambda: compute_advantages(RolloutBatch.of(rewards, w_star=w_star, keys=fresh_keys()), vpo), 20)
     keyed = KeyedWeights(0)
     draws = best_ms(lambda: keyed.weights(D, K, fresh_keys()), 20)
-    scalars = rollout_scalars("vpo", rewards, w_star=w_star, group_keys=fixed_keys)
+    scalars = rollout_scalars(RolloutBatch.of(rewards, w_star=w_star, keys=fixed_keys), vpo)
     zscore = best_ms(lambda: group_zscore(scalars), 200)
-    grpo_ours = best_ms(lambda: compute_advantages("grpo", rewards[:, :, :1], w_star=w_star), 100)
+    grpo_ours = best_ms(lambda: compute_advantages(RolloutBatch.of(rewards[:, :, :1], w_star=w_star), grpo), 100)
 
     import torch
     from verl.trainer.ppo.core_algos import compute_grpo_outcome_advantage

@@ -65,7 +65,7 @@ def main(prompts: int = 8, group_size: int = 8, budget: int = 384, repeats: int 
     long[5] = torch.randint(6, len(policy.tokenizer), (budget,), generator=torch.Generator().manual_seed(0))
     for label, rows in (("as sampled", response), ("one at the budget", long)):
         mask = (rows != pad).float()
-        rollouts = Rollouts(tasks, env.spec_for(tasks[0]), None, [""] * len(rows), prompt_ids, rows, mask)
+        rollouts = Rollouts(tasks, None, [""] * len(rows), prompt_ids, rows, mask)
         padded = _time_update(policy, rollouts, advantages, False, repeats)
         split = _time_update(policy, rollouts, advantages, True, repeats)
         lengths = mask.sum(dim=1)

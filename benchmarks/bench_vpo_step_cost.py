@@ -22,6 +22,7 @@ markdown table.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib.util
 import json
 import statistics
@@ -111,18 +112,18 @@ def _same_batch(engine: str, last_call: Any, repeats: int) -> dict[str, float]:
     from vpo_core.advantages import compute_advantages, normalize_scalars, rollout_scalars
     from vpo_core.methods import get_method
 
-    args, kwargs = last_call
+    (batch, vpo_config), _ = last_call
     timings: dict[str, float] = {}
     for method in ("vpo", "multi_rlvr"):
-        record = get_method(method)
+        config = dataclasses.replace(vpo_config, method=get_method(method))
         times = []
         for _ in range(repeats):
             start = time.perf_counter()
             if engine == "local":
-                scalars = rollout_scalars(record, *args[1:], **kwargs)
-                normalize_scalars(record, scalars, std="population")
+                scalars = rollout_scalars(batch, config)
+                normalize_scalars(scalars, config, lengths=batch.lengths)
             else:
-                compute_advantages(record, *args[1:], **kwargs)
+                compute_advantages(batch, config)
             times.append(time.perf_counter() - start)
         timings[method] = statistics.median(times)
     return timings

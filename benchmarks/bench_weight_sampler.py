@@ -29,7 +29,7 @@ import timeit  # noqa: E402
 import numpy as np  # noqa: E402
 
 import vpo_core  # noqa: E402
-from vpo_core import compute_advantages  # noqa: E402
+from vpo_core import AdvantageConfig, RolloutBatch, compute_advantages  # noqa: E402
 
 G, M = 8, 3
 
@@ -55,7 +55,8 @@ def noise(rewards: np.ndarray, w_star: np.ndarray, k: int, sampler: str, seeds: 
     draws = np.stack(
         [
             compute_advantages(
-                "vpo", rewards, w_star=w_star, seed=s, group_keys=keys, num_weights=k, weight_sampler=sampler
+                RolloutBatch.of(rewards, w_star=w_star, keys=keys),
+                AdvantageConfig.parse("vpo", seed=s, num_weights=k, weight_sampler=sampler),
             )
             for s in range(seeds)
         ]
@@ -72,7 +73,10 @@ def timing(w_star: np.ndarray) -> None:
 
         def run(sampler: str = sampler, calls=calls) -> None:
             keys = [f"{next(calls)}:{b}" for b in range(128)]
-            compute_advantages("vpo", rewards, w_star=w_star, group_keys=keys, num_weights=100, weight_sampler=sampler)
+            compute_advantages(
+                RolloutBatch.of(rewards, w_star=w_star, keys=keys),
+                AdvantageConfig.parse("vpo", num_weights=100, weight_sampler=sampler),
+            )
 
         ms[sampler] = min(timeit.repeat(run, number=5, repeat=5)) / 5 * 1e3
     print("| compute_advantages('vpo'), B=128 G=8 m=3 d=4 K=100 | ms (best of 5) | sobol / dirichlet |")

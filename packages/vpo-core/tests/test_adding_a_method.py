@@ -26,19 +26,20 @@ LOCAL_BRUTE_FORCE = """
 rng = np.random.default_rng(0)
 w = np.array([0.3, 0.7])
 r = rng.integers(0, 3, size=(5, 4, 3, 2)) / 2.0  # (B, G, m, d)
-got = compute_advantages("rloo_best", r, w_star=w, seed=7)
+got = compute_advantages(RolloutBatch.of(r, w_star=w), AdvantageConfig.parse("rloo_best", seed=7))
 for b in range(5):
     best = [max(sum(wi * ri for wi, ri in zip(w, answer)) for answer in rollout) for rollout in r[b]]
     for i in range(4):
         others = [best[j] for j in range(4) if j != i]
         assert abs(got[b, i] - (best[i] - sum(others) / len(others))) < 1e-12, (b, i, got[b, i])
-np.testing.assert_allclose(compute_advantages("rloo_best", np.ones((2, 4, 3, 2)), w_star=w), 0.0, atol=1e-12)
+ones = RolloutBatch.of(np.ones((2, 4, 3, 2)), w_star=w)
+np.testing.assert_allclose(compute_advantages(ones, AdvantageConfig.parse("rloo_best")), 0.0, atol=1e-12)
 print("local engine: brute force ok")
 """
 
 VERL_BRUTE_FORCE = """
 from vpo_core.adapters.verl.plugin import check
-from vpo_core.advantages import rollout_scalars
+from vpo_core.advantages import AdvantageConfig, RolloutBatch, rollout_scalars
 
 check()
 rng = np.random.default_rng(1)
@@ -57,7 +58,7 @@ for i in range(n):
 assert torch.equal(adv, returns)
 # the reward workers' half: the plugin imported the objective, so vpo's reward manager can score the method
 one = np.array([[[[1.0, 0.0], [0.5, 1.0], [0.0, 0.0]]]])  # one group, one rollout, (m=3, d=2)
-assert rollout_scalars("rloo_best", one, w_star=[0.5, 0.5]).tolist() == [[0.75]]
+assert rollout_scalars(RolloutBatch.of(one, w_star=[0.5, 0.5]), AdvantageConfig.parse("rloo_best")).tolist() == [[0.75]]
 print("veRL: brute force ok")
 """
 

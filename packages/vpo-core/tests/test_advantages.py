@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from vpo_core import METHODS, compute_advantages
+from vpo_core import METHODS, AdvantageConfig, RolloutBatch, compute_advantages
 from vpo_core.advantages import rollout_scalars
 from vpo_core.layout import group_layout, zscore_by_index
 from vpo_core.normalizers import (
@@ -108,7 +108,9 @@ def test_tv10_gdpo():
         atol=1e-6,
     )
     np.testing.assert_allclose(
-        compute_advantages("gdpo", groups[:, :, None, :], w_star=[0.5, 0.5], std="unbiased").ravel(),
+        compute_advantages(
+            RolloutBatch.of(groups[:, :, None, :], w_star=[0.5, 0.5]), AdvantageConfig.parse("gdpo", std="unbiased")
+        ).ravel(),
         [-0.912871, -0.912871, 1.825742, 0, 0, 0],
         atol=1e-6,
     )
@@ -145,7 +147,10 @@ def test_vpo_scalars_equal_a_plain_loop():
     rng = np.random.default_rng(1)
     rewards = rng.random((5, 4, 3, 6))
     keys = [f"uid-{i}" for i in range(5)]
-    got = rollout_scalars("vpo", rewards, w_star=np.full(6, 1 / 6), group_keys=keys, num_weights=17, seed=9)
+    got = rollout_scalars(
+        RolloutBatch.of(rewards, w_star=np.full(6, 1 / 6), keys=keys),
+        AdvantageConfig.parse("vpo", num_weights=17, seed=9),
+    )
     for b in range(5):
         w = dirichlet_weights(6, 17, seed=9, key=keys[b])
         for g in range(4):
@@ -156,7 +161,9 @@ def test_vpo_scalars_equal_a_plain_loop():
 def test_vpo_scalar_converges_to_the_population_objective():
     # R(S) = E_w[max(w·r1, w·r2)] for r1 = e1, r2 = e2 in d = 2 is E[max(u, 1-u)] = 3/4
     rewards = np.array([[[[1.0, 0.0], [0.0, 1.0]]]])
-    got = rollout_scalars("vpo", rewards, w_star=[0.5, 0.5], num_weights=200_000)[0, 0]
+    got = rollout_scalars(
+        RolloutBatch.of(rewards, w_star=[0.5, 0.5]), AdvantageConfig.parse("vpo", num_weights=200_000)
+    )[0, 0]
     assert got == pytest.approx(0.75, abs=3e-3)
 
 
@@ -170,20 +177,25 @@ def test_advantages_permute_with_rollouts_and_groups(method, seed):
     rewards = rng.integers(0, 3, size=(3, 6, m, 4)) / 2.0
     keys = ["a", "b", "c"]
     goal = rng.dirichlet(np.ones(4), size=3) if METHODS[method].goal_prompt else None
-    base = compute_advantages(method, rewards, w_star=np.full(4, 0.25), group_keys=keys, seed=seed, goal_weights=goal)
+    base = compute_advantages(
+        RolloutBatch.of(rewards, w_star=np.full(4, 0.25), keys=keys, goal_weights=goal),
+        AdvantageConfig.parse(method, seed=seed),
+    )
     perm = rng.permutation(6)
     shuffled = compute_advantages(
-        method, rewards[:, perm], w_star=np.full(4, 0.25), group_keys=keys, seed=seed, goal_weights=goal
+        RolloutBatch.of(rewards[:, perm], w_star=np.full(4, 0.25), keys=keys, goal_weights=goal),
+        AdvantageConfig.parse(method, seed=seed),
     )
     np.testing.assert_allclose(shuffled, base[:, perm], atol=1e-12)
     order = [2, 0, 1]
     regrouped = compute_advantages(
-        method,
-        rewards[order],
-        w_star=np.full(4, 0.25),
-        group_keys=[keys[i] for i in order],
-        seed=seed,
-        goal_weights=None if goal is None else goal[order],
+        RolloutBatch.of(
+            rewards[order],
+            w_star=np.full(4, 0.25),
+            keys=[keys[i] for i in order],
+            goal_weights=None if goal is None else goal[order],
+        ),
+        AdvantageConfig.parse(method, seed=seed),
     )
     np.testing.assert_allclose(regrouped, base[order], atol=1e-12)
     assert np.all(np.isfinite(base))
@@ -195,7 +207,10 @@ def test_identical_rollouts_get_zero_advantage(method):
     m = 1 if METHODS[method].mode == "single" else 3
     rewards = np.broadcast_to(np.array([0.2, 1.0, 0.0, 0.5]), (2, 8, m, 4)).copy()
     assert np.array_equal(
-        compute_advantages(method, rewards, w_star=np.full(4, 0.25), **_goal(method, 2, 4)), np.zeros((2, 8))
+        compute_advantages(
+            RolloutBatch.of(rewards, w_star=np.full(4, 0.25), **_goal(method, 2, 4)), AdvantageConfig.parse(method)
+        ),
+        np.zeros((2, 8)),
     )
 
 
@@ -210,10 +225,17 @@ def test_vpo_copies_of_a_rollout_get_bit_identical_scalars(seed, m, d):
     rewards[:, 3] = rewards[:, 0]
     rewards[:, 8] = rewards[:, 0]
     rewards[2] = rewards[2, 5]  # group 2: every rollout the same
-    scalars = rollout_scalars("vpo", rewards, w_star=np.full(d, 1 / d), num_weights=37, seed=seed)
+    scalars = rollout_scalars(
+        RolloutBatch.of(rewards, w_star=np.full(d, 1 / d)), AdvantageConfig.parse("vpo", num_weights=37, seed=seed)
+    )
     assert np.array_equal(scalars[:, 3], scalars[:, 0])
     assert np.array_equal(scalars[:, 8], scalars[:, 0])
-    assert np.all(compute_advantages("vpo", rewards, w_star=np.full(d, 1 / d), num_weights=37, seed=seed)[2] == 0.0)
+    assert np.all(
+        compute_advantages(
+            RolloutBatch.of(rewards, w_star=np.full(d, 1 / d)), AdvantageConfig.parse("vpo", num_weights=37, seed=seed)
+        )[2]
+        == 0.0
+    )
     reference = vpo_reward(rewards, group_weights(d, 37, range(3), seed=seed)[:, None])
     np.testing.assert_allclose(scalars, reference, rtol=1e-13)
 
@@ -225,16 +247,15 @@ def test_a_rollouts_vpo_scalar_is_the_same_alone_or_anywhere_in_the_batch(seed, 
     rng = np.random.default_rng(seed)
     rewards = rng.random((2, group_size, m, d))
     keys = ["p", "q"]
-    batch = rollout_scalars("vpo", rewards, w_star=np.full(d, 1 / d), group_keys=keys, num_weights=23, seed=seed)
+    batch = rollout_scalars(
+        RolloutBatch.of(rewards, w_star=np.full(d, 1 / d), keys=keys),
+        AdvantageConfig.parse("vpo", num_weights=23, seed=seed),
+    )
     for b in range(2):
         for g in range(group_size):
             alone = rollout_scalars(
-                "vpo",
-                rewards[b : b + 1, g : g + 1],
-                w_star=np.full(d, 1 / d),
-                group_keys=keys[b : b + 1],
-                num_weights=23,
-                seed=seed,
+                RolloutBatch.of(rewards[b : b + 1, g : g + 1], w_star=np.full(d, 1 / d), keys=keys[b : b + 1]),
+                AdvantageConfig.parse("vpo", num_weights=23, seed=seed),
             )
             assert alone[0, 0] == batch[b, g]
 
@@ -243,8 +264,12 @@ def test_a_rollouts_vpo_scalar_is_the_same_alone_or_anywhere_in_the_batch(seed, 
 def test_vpo_is_one_float64_implementation_at_every_scale(scale):
     # one path for every magnitude (no float32 range guard): the scalars scale with the rewards
     rewards = np.random.default_rng(3).random((20, 4, 3, 5))
-    got = rollout_scalars("vpo", rewards * scale, w_star=np.full(5, 0.2), num_weights=11)
-    unit = rollout_scalars("vpo", rewards, w_star=np.full(5, 0.2), num_weights=11)
+    got = rollout_scalars(
+        RolloutBatch.of(rewards * scale, w_star=np.full(5, 0.2)), AdvantageConfig.parse("vpo", num_weights=11)
+    )
+    unit = rollout_scalars(
+        RolloutBatch.of(rewards, w_star=np.full(5, 0.2)), AdvantageConfig.parse("vpo", num_weights=11)
+    )
     np.testing.assert_allclose(got, unit * scale, rtol=1e-12)
     np.testing.assert_allclose(unit, vpo_reward(rewards, group_weights(5, 11, range(20))[:, None]), rtol=1e-13)
 
@@ -253,10 +278,14 @@ def test_vpo_scalars_do_not_depend_on_the_batch_around_a_group():
     # groups are evaluated in blocks; a group's scalars are the same alone, in a block, or across blocks
     rewards = np.random.default_rng(5).random((37, 6, 3, 4))
     keys = [f"g{b}" for b in range(37)]
-    together = rollout_scalars("vpo", rewards, w_star=np.full(4, 0.25), group_keys=keys, num_weights=9, seed=4)
+    together = rollout_scalars(
+        RolloutBatch.of(rewards, w_star=np.full(4, 0.25), keys=keys),
+        AdvantageConfig.parse("vpo", num_weights=9, seed=4),
+    )
     for b in (0, 15, 16, 36):
         alone = rollout_scalars(
-            "vpo", rewards[b : b + 1], w_star=np.full(4, 0.25), group_keys=keys[b : b + 1], num_weights=9, seed=4
+            RolloutBatch.of(rewards[b : b + 1], w_star=np.full(4, 0.25), keys=keys[b : b + 1]),
+            AdvantageConfig.parse("vpo", num_weights=9, seed=4),
         )
         assert np.array_equal(alone[0], together[b])
 
@@ -264,22 +293,38 @@ def test_vpo_scalars_do_not_depend_on_the_batch_around_a_group():
 def test_degenerate_sizes_g1_m1_d1():
     one = np.array([[[[0.5]]]])
     for method in ("grpo", "vpo", "multi_rlvr", "maxrl", "random_w", "goal_cond"):
-        assert compute_advantages(method, one, w_star=[1.0], **_goal(method, 1, 1)).shape == (1, 1)
-    assert compute_advantages("grpo", one, w_star=[1.0])[0, 0] == 0.0
-    assert compute_advantages("grpo", one, w_star=[1.0], std="unbiased")[0, 0] == pytest.approx(0.5, rel=1e-5)
+        assert compute_advantages(
+            RolloutBatch.of(one, w_star=[1.0], **_goal(method, 1, 1)), AdvantageConfig.parse(method)
+        ).shape == (1, 1)
+    assert compute_advantages(RolloutBatch.of(one, w_star=[1.0]), AdvantageConfig.parse("grpo"))[0, 0] == 0.0
+    assert compute_advantages(RolloutBatch.of(one, w_star=[1.0]), AdvantageConfig.parse("grpo", std="unbiased"))[
+        0, 0
+    ] == pytest.approx(0.5, rel=1e-5)
     # d = 1: every Dirichlet weight is 1, so VPO is best-of-m
     rewards = np.array([[[[0.1], [0.9]], [[0.3], [0.2]]]])
-    np.testing.assert_allclose(rollout_scalars("vpo", rewards, w_star=[1.0]), [[0.9, 0.3]])
+    np.testing.assert_allclose(
+        rollout_scalars(RolloutBatch.of(rewards, w_star=[1.0]), AdvantageConfig.parse("vpo")), [[0.9, 0.3]]
+    )
 
 
 def test_goal_cond_uses_the_prompt_weights_and_random_w_the_group_draw():
     rewards = np.array([[[[1.0, 0.0]], [[0.0, 1.0]]]])
     np.testing.assert_allclose(
-        rollout_scalars("goal_cond", rewards, w_star=[0.5, 0.5], goal_weights=[[0.8, 0.2]]), [[0.8, 0.2]]
+        rollout_scalars(
+            RolloutBatch.of(rewards, w_star=[0.5, 0.5], goal_weights=[[0.8, 0.2]]), AdvantageConfig.parse("goal_cond")
+        ),
+        [[0.8, 0.2]],
     )
     w = group_weights(2, 1, ["k"], seed=3)[0, 0]
-    np.testing.assert_allclose(rollout_scalars("random_w", rewards, w_star=[0.5, 0.5], group_keys=["k"], seed=3), [w])
-    np.testing.assert_allclose(rollout_scalars("grpo", rewards, w_star=[0.25, 0.75]), [[0.25, 0.75]])
+    np.testing.assert_allclose(
+        rollout_scalars(
+            RolloutBatch.of(rewards, w_star=[0.5, 0.5], keys=["k"]), AdvantageConfig.parse("random_w", seed=3)
+        ),
+        [w],
+    )
+    np.testing.assert_allclose(
+        rollout_scalars(RolloutBatch.of(rewards, w_star=[0.25, 0.75]), AdvantageConfig.parse("grpo")), [[0.25, 0.75]]
+    )
     np.testing.assert_allclose(linear_reward([[1.0, 2.0]], [[0.5, 0.25]]), [1.0])
 
 
@@ -288,9 +333,11 @@ def test_ragged_d_matches_per_group_calls():
     groups = [rng.integers(0, 2, size=(4, 3, d)).astype(float) for d in (5, 3, 5, 7)]
     w_stars = [np.full(g.shape[-1], 1 / g.shape[-1]) for g in groups]
     keys = ["p0", "p1", "p2", "p3"]
-    got = compute_advantages("vpo", groups, w_star=w_stars, group_keys=keys, seed=2)
+    got = compute_advantages(RolloutBatch.of(groups, w_star=w_stars, keys=keys), AdvantageConfig.parse("vpo", seed=2))
     for b, group in enumerate(groups):
-        alone = compute_advantages("vpo", group[None], w_star=w_stars[b], group_keys=[keys[b]], seed=2)
+        alone = compute_advantages(
+            RolloutBatch.of(group[None], w_star=w_stars[b], keys=[keys[b]]), AdvantageConfig.parse("vpo", seed=2)
+        )
         np.testing.assert_allclose(got[b], alone[0], atol=1e-12)
 
 
@@ -338,47 +385,101 @@ def test_weights_are_identical_in_a_fresh_process():
 @pytest.mark.parametrize(
     ("call", "message"),
     [
-        (lambda: compute_advantages("ppo", np.zeros((1, 2, 1, 2)), w_star=[0.5, 0.5]), "unknown method 'ppo'"),
         (
-            lambda: compute_advantages("grpo", np.zeros((1, 2, 3, 2)), w_star=[0.5, 0.5]),
+            lambda: compute_advantages(
+                RolloutBatch.of(np.zeros((1, 2, 1, 2)), w_star=[0.5, 0.5]), AdvantageConfig.parse("ppo")
+            ),
+            "unknown method 'ppo'",
+        ),
+        (
+            lambda: compute_advantages(
+                RolloutBatch.of(np.zeros((1, 2, 3, 2)), w_star=[0.5, 0.5]), AdvantageConfig.parse("grpo")
+            ),
             "single-answer, so rewards must have m=1",
         ),
         (
-            lambda: compute_advantages("vpo", np.zeros((2, 3, 2)), w_star=[0.5, 0.5]),
+            lambda: compute_advantages(
+                RolloutBatch.of(np.zeros((2, 3, 2)), w_star=[0.5, 0.5]), AdvantageConfig.parse("vpo")
+            ),
             r"shape \(B groups, G rollouts, m candidates, d dims\)",
         ),
-        (lambda: compute_advantages("vpo", np.full((1, 2, 3, 2), np.nan), w_star=[0.5, 0.5]), "NaN or inf"),
-        (lambda: compute_advantages("vpo", np.zeros((1, 2, 3, 2)), w_star=[1.0]), r"w_star must have shape \(2,\)"),
         (
-            lambda: compute_advantages("vpo", np.zeros((1, 2, 3, 2)), w_star=[0.5, 0.5], group_keys=["a", "b"]),
+            lambda: compute_advantages(
+                RolloutBatch.of(np.full((1, 2, 3, 2), np.nan), w_star=[0.5, 0.5]), AdvantageConfig.parse("vpo")
+            ),
+            "NaN or inf",
+        ),
+        (
+            lambda: compute_advantages(
+                RolloutBatch.of(np.zeros((1, 2, 3, 2)), w_star=[1.0]), AdvantageConfig.parse("vpo")
+            ),
+            r"w_star must have shape \(2,\)",
+        ),
+        (
+            lambda: compute_advantages(
+                RolloutBatch.of(np.zeros((1, 2, 3, 2)), w_star=[0.5, 0.5], keys=["a", "b"]),
+                AdvantageConfig.parse("vpo"),
+            ),
             "one key per group",
         ),
         (
-            lambda: compute_advantages("grpo", np.zeros((1, 4, 1, 2)), w_star=[0.5, 0.5], k=2),
+            lambda: compute_advantages(
+                RolloutBatch.of(np.zeros((1, 4, 1, 2)), w_star=[0.5, 0.5]),
+                AdvantageConfig.parse("grpo", options={"k": 2}),
+            ),
             r"option\(s\) \['k'\] do not apply to method 'grpo'",
         ),
         (
-            lambda: compute_advantages("vpo", np.zeros((1, 4, 3, 2)), w_star=[0.5, 0.5], divide_by_n=True),
+            lambda: compute_advantages(
+                RolloutBatch.of(np.zeros((1, 4, 3, 2)), w_star=[0.5, 0.5]),
+                AdvantageConfig.parse("vpo", options={"divide_by_n": True}),
+            ),
             r"\['divide_by_n'\] do not apply to method 'vpo'",
         ),
         (
-            lambda: compute_advantages("grpo", np.zeros((1, 2, 1, 2)), w_star=[0.5, 0.5], goal_weights=[[1, 0]]),
+            lambda: compute_advantages(
+                RolloutBatch.of(np.zeros((1, 2, 1, 2)), w_star=[0.5, 0.5], goal_weights=[[1, 0]]),
+                AdvantageConfig.parse("grpo"),
+            ),
             "goal_weights apply to goal-conditioned methods only",
         ),
         (
-            lambda: compute_advantages("goal_cond", np.zeros((1, 2, 1, 2)), w_star=[0.5, 0.5]),
+            lambda: compute_advantages(
+                RolloutBatch.of(np.zeros((1, 2, 1, 2)), w_star=[0.5, 0.5]), AdvantageConfig.parse("goal_cond")
+            ),
             r"goal_cond needs goal_weights \(B, d\)",
         ),
         (
-            lambda: compute_advantages("vpo", np.zeros((1, 2, 3, 2)), w_star=[0.5, 0.5], std="sample"),
+            lambda: compute_advantages(
+                RolloutBatch.of(np.zeros((1, 2, 3, 2)), w_star=[0.5, 0.5]), AdvantageConfig.parse("vpo", std="sample")
+            ),
             "std must be one of",
         ),
-        (lambda: compute_advantages("max_at_k", np.zeros((1, 4, 1, 2)), w_star=[0.5, 0.5], k=4), "1 <= k < G=4"),
-        (lambda: compute_advantages("vpo", np.zeros((1, 2, 3, 2)), w_star=[0.5, 0.5], num_weights=0), "num_weights"),
-        (lambda: compute_advantages("vpo", np.zeros((1, 2, 3, 2)), w_star=[0.5, 0.5], alpha=-1.0), "alpha"),
         (
-            lambda: compute_advantages("goal_cond", np.zeros((2, 2, 1, 2)), w_star=[0.5, 0.5], goal_weights=[[1, 0]]),
-            r"goal_weights must be finite with shape \(B=2, d=2\)",
+            lambda: compute_advantages(
+                RolloutBatch.of(np.zeros((1, 4, 1, 2)), w_star=[0.5, 0.5]),
+                AdvantageConfig.parse("max_at_k", options={"k": 4}),
+            ),
+            "1 <= k < G=4",
+        ),
+        (
+            lambda: compute_advantages(
+                RolloutBatch.of(np.zeros((1, 2, 3, 2)), w_star=[0.5, 0.5]), AdvantageConfig.parse("vpo", num_weights=0)
+            ),
+            "num_weights",
+        ),
+        (
+            lambda: compute_advantages(
+                RolloutBatch.of(np.zeros((1, 2, 3, 2)), w_star=[0.5, 0.5]), AdvantageConfig.parse("vpo", alpha=-1.0)
+            ),
+            "alpha",
+        ),
+        (
+            lambda: compute_advantages(
+                RolloutBatch.of(np.zeros((2, 2, 1, 2)), w_star=[0.5, 0.5], goal_weights=[[1, 0]]),
+                AdvantageConfig.parse("goal_cond"),
+            ),
+            r"goal_weights must have one vector per group \(2\), got 1",
         ),
         (lambda: max_at_k_transform([[1.0, 2.0]], 3), "k must be an int in"),
     ],
@@ -390,7 +491,9 @@ def test_bad_input_is_named(call, message):
 
 def test_options_are_explicit_keyword_arguments():
     with pytest.raises(TypeError, match="temperature"):
-        compute_advantages("vpo", np.zeros((1, 2, 3, 2)), w_star=[0.5, 0.5], temperature=1)  # type: ignore[call-arg]
+        AdvantageConfig.parse("vpo", temperature=1)  # type: ignore[call-arg]
+    with pytest.raises(ValueError, match=r"option\(s\) \['temperature'\] do not apply to method 'vpo'"):
+        AdvantageConfig.parse("vpo", options={"temperature": 1})
 
 
 # ------------------------------------------------------------------ robustness (issue 15, estimators)
@@ -402,7 +505,9 @@ pytestmark_robust = pytest.mark.filterwarnings("error::RuntimeWarning")
 @pytest.mark.parametrize("eps", [float("nan"), -1e-6, float("inf"), "small"])
 def test_eps_must_be_a_finite_non_negative_number(eps):
     with pytest.raises(ValueError, match="eps must be a finite number >= 0"):
-        compute_advantages("grpo", np.zeros((1, 4, 1, 2)), w_star=[0.5, 0.5], eps=eps)
+        compute_advantages(
+            RolloutBatch.of(np.zeros((1, 4, 1, 2)), w_star=[0.5, 0.5]), AdvantageConfig.parse("grpo", eps=eps)
+        )
     with pytest.raises(ValueError, match="eps must be a finite number >= 0"):
         group_zscore([[0.1, 0.2]], eps=eps)
 
@@ -413,7 +518,10 @@ def test_eps_must_be_a_finite_non_negative_number(eps):
 def test_eps_zero_on_a_constant_group_gives_zeros(method, std):
     m = 1 if METHODS[method].mode == "single" else 3
     rewards = np.broadcast_to(np.array([0.2, 1.0, 0.0, 0.5]), (2, 5, m, 4)).copy()
-    got = compute_advantages(method, rewards, w_star=np.full(4, 0.25), eps=0.0, std=std, **_goal(method, 2, 4))
+    got = compute_advantages(
+        RolloutBatch.of(rewards, w_star=np.full(4, 0.25), **_goal(method, 2, 4)),
+        AdvantageConfig.parse(method, eps=0.0, std=std),
+    )
     assert np.array_equal(got, np.zeros((2, 5)))
     for n in (3, 5, 7):  # a mean that does not round-trip (3 * 0.1 / 3 != 0.1) must not leak through
         assert np.array_equal(group_zscore(np.full((1, n), 0.1), eps=0.0, std=std), np.zeros((1, n)))
@@ -424,9 +532,9 @@ def test_eps_zero_on_a_constant_group_gives_zeros(method, std):
 @pytest.mark.parametrize("std", ["population", "unbiased"])
 def test_grpo_z_scores_do_not_depend_on_the_reward_scale(scale, std):
     rewards = (X[0] * scale)[None, :, None, None]  # (1, 4, 1, 1)
-    got = compute_advantages("grpo", rewards, w_star=[1.0], std=std, eps=0.0)
+    got = compute_advantages(RolloutBatch.of(rewards, w_star=[1.0]), AdvantageConfig.parse("grpo", std=std, eps=0.0))
     np.testing.assert_allclose(got, group_zscore(X, std=std, eps=0.0), rtol=1e-12)
-    with_eps = compute_advantages("grpo", rewards, w_star=[1.0], std=std)
+    with_eps = compute_advantages(RolloutBatch.of(rewards, w_star=[1.0]), AdvantageConfig.parse("grpo", std=std))
     assert np.all(np.isfinite(with_eps))
     if scale >= 1.0:  # eps is negligible against a large spread
         np.testing.assert_allclose(with_eps, group_zscore(X, std=std, eps=0.0), rtol=1e-12)
@@ -457,7 +565,7 @@ def test_maxrl_on_huge_rewards_equals_the_unit_scale():
 @pytestmark_robust
 def test_an_empty_batch_is_refused():
     with pytest.raises(ValueError, match="at least one group"):
-        compute_advantages("grpo", np.zeros((0, 4, 1, 2)), w_star=[0.5, 0.5])
+        compute_advantages(RolloutBatch.of(np.zeros((0, 4, 1, 2)), w_star=[0.5, 0.5]), AdvantageConfig.parse("grpo"))
     with pytest.raises(ValueError, match="at least one group"):
         group_zscore(np.zeros((0, 4)))
     with pytest.raises(ValueError, match="at least one rollout"):
@@ -468,7 +576,9 @@ def test_an_empty_batch_is_refused():
 def test_scalars_that_overflow_float64_are_refused():
     big = np.finfo(np.float64).max
     with pytest.raises(ValueError, match="overflow"):
-        compute_advantages("multi_rlvr", np.full((1, 2, 3, 1), big), w_star=[1.0])
+        compute_advantages(
+            RolloutBatch.of(np.full((1, 2, 3, 1), big), w_star=[1.0]), AdvantageConfig.parse("multi_rlvr")
+        )
 
 
 _FINITE = st.floats(allow_nan=False, allow_infinity=False, width=64)
@@ -501,7 +611,9 @@ def test_any_finite_input_gives_finite_advantages_or_a_clear_error(method, shape
         lengths = hnp.arrays(np.float64, (n_groups, group_size), elements=st.integers(1, 10**6).map(float))
         options["response_lengths"] = data.draw(st.one_of(st.none(), lengths))
     try:
-        got = compute_advantages(method, rewards, w_star=w_star, std=std, eps=eps, **options)
+        lengths, goal = options.pop("response_lengths", None), options.pop("goal_weights", None)
+        batch = RolloutBatch.of(rewards, w_star=w_star, lengths=lengths, goal_weights=goal)
+        got = compute_advantages(batch, AdvantageConfig.parse(method, std=std, eps=eps, options=options))
     except ValueError as error:  # refused: the message must be ours, naming the problem
         message = str(error)
         assert "zero-size array" not in message

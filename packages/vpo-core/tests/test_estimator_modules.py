@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from vpo_core import advantages, layout, normalizers, objectives
-from vpo_core.advantages import compute_advantages, normalize_scalars, rollout_scalars
+from vpo_core.advantages import AdvantageConfig, compute_advantages, normalize_scalars, rollout_scalars
+from vpo_core.batch import RolloutBatch
 from vpo_core.methods import OBJECTIVES, get_method, goal_weights, task_goal_weights
 from vpo_core.objectives import linear_reward, multi_rlvr_reward, vpo_reward
 from vpo_core.weights import group_weights
@@ -42,12 +43,18 @@ def _rewards(seed: int, shape: tuple[int, ...]) -> np.ndarray:
 def test_the_registered_objectives_are_the_checked_scalarisations_bit_for_bit(seed):
     w = np.random.default_rng(seed).dirichlet(np.ones(4))
     single, multi = _rewards(seed, (6, 5, 1, 4)), _rewards(seed + 10, (6, 5, 3, 4))
-    assert np.array_equal(rollout_scalars("grpo", single, w_star=w), linear_reward(single[:, :, 0], w))
-    assert np.array_equal(rollout_scalars("multi_rlvr", multi, w_star=w), multi_rlvr_reward(multi, w))
+    assert np.array_equal(
+        rollout_scalars(RolloutBatch.of(single, w_star=w), AdvantageConfig.parse("grpo")),
+        linear_reward(single[:, :, 0], w),
+    )
+    assert np.array_equal(
+        rollout_scalars(RolloutBatch.of(multi, w_star=w), AdvantageConfig.parse("multi_rlvr")),
+        multi_rlvr_reward(multi, w),
+    )
     draws = group_weights(4, 9, range(6), seed=seed)  # (B, K, d)
-    vpo = rollout_scalars("vpo", multi, w_star=w, seed=seed, num_weights=9)
+    vpo = rollout_scalars(RolloutBatch.of(multi, w_star=w), AdvantageConfig.parse("vpo", seed=seed, num_weights=9))
     assert np.array_equal(vpo, vpo_reward(multi, draws[:, None]))
-    random_w = rollout_scalars("random_w", single, w_star=w, seed=seed)
+    random_w = rollout_scalars(RolloutBatch.of(single, w_star=w), AdvantageConfig.parse("random_w", seed=seed))
     one = group_weights(4, 1, range(6), seed=seed)[:, 0]
     assert np.array_equal(random_w, linear_reward(single[:, :, 0], one[:, None, :]))
 
@@ -75,17 +82,26 @@ def test_entry_points_take_a_method_record_or_its_name():
     record = get_method("max_at_k")
     assert get_method(record) is record
     rewards = _rewards(1, (3, 6, 1, 2))
-    by_name = compute_advantages("max_at_k", rewards, w_star=[0.5, 0.5], k=3)
-    assert np.array_equal(compute_advantages(record, rewards, w_star=[0.5, 0.5], k=3), by_name)
-    scalars = rollout_scalars(record, rewards, w_star=[0.5, 0.5])
-    assert np.array_equal(normalize_scalars(record, scalars, k=3), by_name)
+    by_name = compute_advantages(
+        RolloutBatch.of(rewards, w_star=[0.5, 0.5]), AdvantageConfig.parse("max_at_k", options={"k": 3})
+    )
+    assert np.array_equal(
+        compute_advantages(
+            RolloutBatch.of(rewards, w_star=[0.5, 0.5]), AdvantageConfig.parse(record, options={"k": 3})
+        ),
+        by_name,
+    )
+    scalars = rollout_scalars(RolloutBatch.of(rewards, w_star=[0.5, 0.5]), AdvantageConfig.parse(record))
+    assert np.array_equal(normalize_scalars(scalars, AdvantageConfig.parse(record, options={"k": 3})), by_name)
 
 
 def test_the_option_checks_name_the_method_and_what_its_normaliser_reads():
     with pytest.raises(ValueError, match=r"option\(s\) \['k'\] do not apply to method 'vpo': its normaliser 'zscore'"):
-        normalize_scalars(get_method("vpo"), np.zeros((1, 2)), k=2)
+        normalize_scalars(np.zeros((1, 2)), AdvantageConfig.parse(get_method("vpo"), options={"k": 2}))
     with pytest.raises(ValueError, match="std must be one of"):
-        compute_advantages("grpo", np.zeros((1, 2, 1, 2)), w_star=[0.5, 0.5], std="sample")  # type: ignore[arg-type]
+        compute_advantages(
+            RolloutBatch.of(np.zeros((1, 2, 1, 2)), w_star=[0.5, 0.5]), AdvantageConfig.parse("grpo", std="sample")
+        )  # type: ignore[arg-type]
 
 
 def test_task_goal_weights_is_goal_weights_per_task():

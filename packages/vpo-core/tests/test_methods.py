@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import vpo_core
-from vpo_core import METHODS, compute_advantages, get_method
+from vpo_core import METHODS, AdvantageConfig, RolloutBatch, compute_advantages, get_method
 from vpo_core.methods import (
     NORMALIZERS,
     OBJECTIVES,
@@ -108,10 +108,12 @@ def test_a_new_method_is_one_registration_away():
     try:
         register_method("best_of_m", mode="multi", m=2, objective=added_objective, normalizer=added_normaliser)
         rewards = np.array([[[[1.0, 0.0], [0.0, 0.0]], [[0.0, 0.0], [0.0, 0.5]]]])  # (1, 2, 2, 2)
-        got = compute_advantages("best_of_m", rewards, w_star=[0.5, 0.5])
+        got = compute_advantages(RolloutBatch.of(rewards, w_star=[0.5, 0.5]), AdvantageConfig.parse("best_of_m"))
         np.testing.assert_allclose(got, [[0.125, -0.125]])
         with pytest.raises(ValueError, match=r"\['k'\] do not apply to method 'best_of_m'"):
-            compute_advantages("best_of_m", rewards, w_star=[0.5, 0.5], k=2)
+            compute_advantages(
+                RolloutBatch.of(rewards, w_star=[0.5, 0.5]), AdvantageConfig.parse("best_of_m", options={"k": 2})
+            )
     finally:
         METHODS.pop("best_of_m", None)
         OBJECTIVES.pop(added_objective, None)
@@ -125,7 +127,7 @@ def test_a_method_naming_an_unregistered_objective_fails_clearly(monkeypatch):
         vpo_core.methods.Method("ghost", "single", 1, "nowhere", "zscore", False, "test"),
     )
     with pytest.raises(ValueError, match="objective 'nowhere', which is not registered"):
-        compute_advantages("ghost", np.zeros((1, 2, 1, 2)), w_star=[0.5, 0.5])
+        compute_advantages(RolloutBatch.of(np.zeros((1, 2, 1, 2)), w_star=[0.5, 0.5]), AdvantageConfig.parse("ghost"))
 
 
 def test_registered_normalisers_are_the_public_functions():

@@ -62,33 +62,47 @@ def test_bad_input():
 @settings(max_examples=40, deadline=None)
 @given(st.integers(0, 2**31 - 1), st.integers(1, 4), st.integers(2, 6), st.integers(2, 4))
 def test_vpo_with_a_huge_alpha_becomes_best_of_m_under_the_uniform_w_star(seed, n_groups, n_rollouts, d):
-    from vpo_core.advantages import rollout_scalars
+    from vpo_core.advantages import AdvantageConfig, RolloutBatch, rollout_scalars
 
     rng = np.random.default_rng(seed)
     rewards = rng.random((n_groups, n_rollouts, 3, d))
     w_star = np.full(d, 1.0 / d)  # Dir(alpha·1_d) concentrates on the uniform weighting as alpha grows
-    huge = rollout_scalars("vpo", rewards, w_star=w_star, alpha=1e8, num_weights=16, seed=seed)
-    control = rollout_scalars("vpo_w_star_max", rewards, w_star=w_star, seed=seed)
+    huge = rollout_scalars(
+        RolloutBatch.of(rewards, w_star=w_star), AdvantageConfig.parse("vpo", alpha=1e8, num_weights=16, seed=seed)
+    )
+    control = rollout_scalars(
+        RolloutBatch.of(rewards, w_star=w_star), AdvantageConfig.parse("vpo_w_star_max", seed=seed)
+    )
     np.testing.assert_allclose(control, (rewards @ w_star).max(axis=-1), rtol=0, atol=1e-12)
     np.testing.assert_allclose(huge, control, rtol=0, atol=1e-3)
     # at alpha = 1 the draws spread over the simplex, and the set reward is not the control's
-    spread = rollout_scalars("vpo", np.eye(d)[None, None, :3], w_star=w_star, alpha=1.0, num_weights=64, seed=seed)
+    spread = rollout_scalars(
+        RolloutBatch.of(np.eye(d)[None, None, :3], w_star=w_star),
+        AdvantageConfig.parse("vpo", alpha=1.0, num_weights=64, seed=seed),
+    )
     assert abs(spread.item() - 1.0 / d) > 0.05
 
 
 def test_vpo_k1_is_vpo_with_one_draw_and_vpo_unshared_scores_each_rollout_under_its_own_draw():
-    from vpo_core.advantages import rollout_scalars
+    from vpo_core.advantages import AdvantageConfig, RolloutBatch, rollout_scalars
     from vpo_core.weights import group_weights
 
     rng = np.random.default_rng(3)
     rewards = rng.random((3, 4, 3, 2))
     keys = ["a", "b", "c"]
     w_star = np.array([0.5, 0.5])
-    k1 = rollout_scalars("vpo_k1", rewards, w_star=w_star, group_keys=keys, seed=7, num_weights=100)
-    np.testing.assert_array_equal(
-        k1, rollout_scalars("vpo", rewards, w_star=w_star, group_keys=keys, seed=7, num_weights=1)
+    k1 = rollout_scalars(
+        RolloutBatch.of(rewards, w_star=w_star, keys=keys), AdvantageConfig.parse("vpo_k1", seed=7, num_weights=100)
     )
-    unshared = rollout_scalars("vpo_unshared", rewards, w_star=w_star, group_keys=keys, seed=7)
+    np.testing.assert_array_equal(
+        k1,
+        rollout_scalars(
+            RolloutBatch.of(rewards, w_star=w_star, keys=keys), AdvantageConfig.parse("vpo", seed=7, num_weights=1)
+        ),
+    )
+    unshared = rollout_scalars(
+        RolloutBatch.of(rewards, w_star=w_star, keys=keys), AdvantageConfig.parse("vpo_unshared", seed=7)
+    )
     for b, key in enumerate(keys):
         weights = group_weights(2, 1, [(key, "rollout", g) for g in range(4)], seed=7)[:, 0]  # (G, d)
         assert len({tuple(w) for w in weights}) == 4  # every rollout of the group has its own weighting

@@ -79,14 +79,14 @@ def test_a_method_and_a_sampler_of_another_package_are_found_without_importing_i
         """
         import json, sys
         import numpy as np
-        from vpo_core import METHODS, compute_advantages, get_method
+        from vpo_core import METHODS, AdvantageConfig, RolloutBatch, compute_advantages, get_method
         from vpo_core.weights import WEIGHT_SAMPLERS, check_weight_options
         listed = {"methods": "best_of_m" in METHODS and "best_of_m" in sorted(METHODS),
                   "samplers": list(WEIGHT_SAMPLERS)}
         imported_by_listing = [m for m in ("vpo_bestof", "vpo_centre") if m in sys.modules]
         method = get_method("best_of_m")
         rewards = np.array([[[[1.0, 0.0], [0.0, 0.0]], [[0.0, 0.0], [0.0, 0.5]]]])  # (B=1, G=2, m=2, d=2)
-        best = compute_advantages("best_of_m", rewards, w_star=[0.5, 0.5]).tolist()
+        best = compute_advantages(RolloutBatch.of(rewards, w_star=[0.5, 0.5]), AdvantageConfig.parse("best_of_m")).tolist()
         check_weight_options(1.0, 8, "centre")
         import dataclasses
         from vpo_core.adapters.local.config import TrainConfig, parse_overrides
@@ -94,8 +94,9 @@ def test_a_method_and_a_sampler_of_another_package_are_found_without_importing_i
         helps = {f.name: f.metadata["help"] for f in dataclasses.fields(TrainConfig)}
         listed["engine"] = [config.method, config.weight_sampler, "centre" in helps["weight_sampler"]]
         r = np.random.default_rng(0).uniform(size=(3, 4, 2, 2))
-        centre = compute_advantages("vpo", r, w_star=[0.5, 0.5], num_weights=8, weight_sampler="centre")
-        scalar = compute_advantages("best_of_m", r, w_star=[0.5, 0.5])
+        batch = RolloutBatch.of(r, w_star=[0.5, 0.5])
+        centre = compute_advantages(batch, AdvantageConfig.parse("vpo", num_weights=8, weight_sampler="centre"))
+        scalar = compute_advantages(batch, AdvantageConfig.parse("best_of_m"))
         print(json.dumps({**listed, "imported_by_listing": imported_by_listing, "mode": method.mode,
                           "m": method.m, "best": best, "centre_is_best_of_m": bool(np.allclose(centre, scalar))}))
         """,

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vpo_core.advantages import compute_advantages
+from vpo_core.advantages import AdvantageConfig, RolloutBatch, compute_advantages
 from vpo_core.qmc import MAX_SOBOL_DIM, gamma_quantile, sobol_points, sobol_weights
 from vpo_core.weights import group_weights
 
@@ -154,18 +154,20 @@ def test_compute_advantages_threads_the_sampler():
     rng = np.random.default_rng(1)
     r = rng.random((2, 4, 3, 4))
     keys = ["a", "b"]
-    kwargs = {"w_star": np.full(4, 0.25), "seed": 3, "group_keys": keys, "num_weights": 8}
-    sobol = compute_advantages("vpo", r, weight_sampler="sobol", **kwargs)
-    dirichlet = compute_advantages("vpo", r, **kwargs)
+    batch = RolloutBatch.of(r, w_star=np.full(4, 0.25), keys=keys)
+    kwargs = {"seed": 3, "num_weights": 8}
+    sobol = compute_advantages(batch, AdvantageConfig.parse("vpo", weight_sampler="sobol", **kwargs))
+    dirichlet = compute_advantages(batch, AdvantageConfig.parse("vpo", **kwargs))
     assert not np.allclose(sobol, dirichlet)
     w = sobol_weights(4, 8, keys, seed=3)
     scalars = np.max(np.einsum("bgmd,bkd->bgkm", r, w), axis=-1).mean(axis=-1)
     expected = (scalars - scalars.mean(1, keepdims=True)) / (scalars.std(1, keepdims=True) + 1e-6)
     assert np.allclose(sobol, expected, atol=1e-9)
-    single = compute_advantages("random_w", r[:, :, :1], weight_sampler="sobol", **kwargs)
+    one_answer = RolloutBatch.of(r[:, :, :1], w_star=np.full(4, 0.25), keys=keys)
+    single = compute_advantages(one_answer, AdvantageConfig.parse("random_w", weight_sampler="sobol", **kwargs))
     assert single.shape == (2, 4)
     with pytest.raises(ValueError, match="weight_sampler must be one of"):
-        compute_advantages("vpo", r, weight_sampler="halton", **kwargs)
+        AdvantageConfig.parse("vpo", weight_sampler="halton", **kwargs)
 
 
 # ------------------------------------------------------------------ small and huge concentrations (issue 37)
@@ -235,7 +237,10 @@ def test_an_estimator_that_would_allocate_terabytes_is_refused_by_size():
     rewards = np.zeros((16, 8, 3, 4))
     for sampler in ("dirichlet", "sobol"):
         with pytest.raises(ConfigError, match=r"num_weights=1000000000 .* would allocate [\d,.]+ GiB, over the 1 GiB"):
-            compute_advantages("vpo", rewards, w_star=np.full(4, 0.25), num_weights=10**9, weight_sampler=sampler)
+            compute_advantages(
+                RolloutBatch.of(rewards, w_star=np.full(4, 0.25)),
+                AdvantageConfig.parse("vpo", num_weights=10**9, weight_sampler=sampler),
+            )
     # parse time, before d is known: 16 groups of G·m = 24 scores at K = 10^8 already exceed the bound
     with pytest.raises(ConfigError, match="over the 1 GiB bound"):
         check_weight_options(1.0, 10**8, "dirichlet", groups=16, rollouts=24)

@@ -6,7 +6,8 @@ dependencies lazily.
 
 import importlib.metadata as _metadata
 
-from vpo_core.advantages import compute_advantages
+from vpo_core.advantages import AdvantageConfig, compute_advantages
+from vpo_core.batch import RolloutBatch, score_groups
 from vpo_core.env import ScoredCompletion, TextEnv, goal_suffix
 from vpo_core.methods import METHODS, Method, get_method
 from vpo_core.profile import EnvProfile, Generation, VerlRecipe
@@ -16,6 +17,7 @@ from vpo_core.types import Candidate, Message, Mode, Task
 
 __all__ = [
     "METHODS",
+    "AdvantageConfig",
     "Candidate",
     "EnvProfile",
     "Generation",
@@ -23,6 +25,7 @@ __all__ = [
     "Method",
     "Mode",
     "RewardSpec",
+    "RolloutBatch",
     "ScoredCompletion",
     "Task",
     "TextEnv",
@@ -32,6 +35,7 @@ __all__ = [
     "goal_suffix",
     "list_envs",
     "make",
+    "score_groups",
 ]
 try:  # single source: [project] version in pyproject.toml, read from the installed metadata
     __version__ = _metadata.version("vpo-core")

@@ -175,10 +175,13 @@ def test_a_damaged_warm_up_save_names_the_folder_to_delete(tmp_path):
 
 
 def test_identical_rewards_give_zero_advantage_and_no_policy_gradient():
-    from vpo_core import compute_advantages
+    from vpo_core import AdvantageConfig, RolloutBatch, compute_advantages
 
     rewards = np.zeros((2, 4, 3, 4))
-    adv = torch.as_tensor(compute_advantages("vpo", rewards, w_star=np.full(4, 0.25)), dtype=torch.float32)
+    adv = torch.as_tensor(
+        compute_advantages(RolloutBatch.of(rewards, w_star=np.full(4, 0.25)), AdvantageConfig.parse("vpo")),
+        dtype=torch.float32,
+    )
     logp = torch.zeros(8, 5, requires_grad=True)
     loss, _ = actor_loss(logp, logp.detach(), logp.detach(), adv.reshape(-1), torch.ones(8, 5), kl_coef=0.0)
     loss.backward()

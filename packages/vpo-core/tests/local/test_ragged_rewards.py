@@ -11,9 +11,9 @@ import torch
 
 from vpo_core import Candidate, RewardSpec, Task, TextEnv
 from vpo_core.adapters.local.config import parse_overrides
-from vpo_core.adapters.local.rl import rl_step, rollout_advantages, sample_rollouts, score_rollouts
-from vpo_core.advantages import normalize_scalars, rollout_scalars
-from vpo_core.methods import get_method
+from vpo_core.adapters.local.rl import Rollouts, rl_step, rollout_advantages, sample_rollouts, score_rollouts
+from vpo_core.advantages import AdvantageConfig, compute_advantages, normalize_scalars, rollout_scalars
+from vpo_core.batch import RolloutBatch, score_groups
 from vpo_core.models.policy import new_policy
 from vpo_core.models.settings import SamplingSettings
 
@@ -68,27 +68,21 @@ def test_groups_of_different_d_get_the_advantages_of_their_own_spec():
     tasks = list(env.tasks("train"))
     policy = _policy([env.render_prompt(t, mode="multi", m=2)[0]["content"] for t in tasks])
     config = _config(f"prompts_per_step={len(tasks)}")
-    method = get_method("vpo")
     rollouts = sample_rollouts(
-        policy, env, tasks, config, method, SamplingSettings(1.0, 1.0, 6), step=0, rng=np.random.default_rng(1)
+        policy, env, tasks, config, SamplingSettings(1.0, 1.0, 6), step=0, rng=np.random.default_rng(1)
     )
-    raw, train = score_rollouts(env, rollouts, mode="multi", m=2)
-    assert [r.shape for r in raw] == [(3, 2, t.payload) for t in rollouts.tasks]
-    assert any(np.ptp(r) > 0 for r in raw)  # rewards vary, so the advantages below are not all zero
-    scalars, advantages = rollout_advantages(config, method, rollouts, train, step=0)
+    batch = score_rollouts(env, rollouts, config.advantage, step=0)
+    assert [r.shape for r in batch.rewards] == [(3, 2, t.payload) for t in rollouts.tasks]
+    assert any(np.ptp(r) > 0 for r in batch.rewards)  # rewards vary, so the advantages below are not all zero
+    scalars, advantages = rollout_advantages(batch, config.advantage)
     assert scalars.shape == advantages.shape == (len(tasks), 3)
     assert np.abs(advantages).max() > 0
+    alone_config = AdvantageConfig.parse("vpo", m=2, seed=config.seed, num_weights=8)
     for b, task in enumerate(rollouts.tasks):  # each group alone, under its own spec, gives the same numbers
-        alone = rollout_scalars(
-            "vpo",
-            train[b][None],
-            w_star=env.spec_for(task).w_star,
-            seed=config.seed,
-            group_keys=[f"0:{task.id}"],
-            num_weights=8,
-        )
+        one = RolloutBatch.of(batch.training_rewards[b][None], w_star=env.spec_for(task).w_star, keys=[f"0:{task.id}"])
+        alone = rollout_scalars(one, alone_config)
         np.testing.assert_allclose(scalars[b], alone[0], rtol=0, atol=1e-12)
-        np.testing.assert_allclose(advantages[b], normalize_scalars("vpo", alone)[0], rtol=0, atol=1e-12)
+        np.testing.assert_allclose(advantages[b], normalize_scalars(alone, alone_config)[0], rtol=0, atol=1e-12)
 
 
 @pytest.mark.parametrize("method", ["goal_cond", "grpo"])
@@ -130,3 +124,103 @@ def test_an_lcb_step_drawing_tasks_of_different_test_counts_trains():
     record = rl_step(policy, reference, optimizer, env, tasks, config, step=0, sampling=SamplingSettings(1.0, 1.0, 6))
     assert {f"reward/tc_{i}" for i in range(max(dims))} <= set(record)
     assert np.isfinite(record["actor/grad_norm"])
+
+
+# ---------------------------------------------------------------- lcb-v1's shapes through every engine's path
+def _lcb():
+    pytest.importorskip("env_lcb")
+    import vpo_core
+
+    env = vpo_core.make("lcb-v1", data_dir=str(LCB_DATA))
+    tasks = list(env.tasks("train"))
+    assert len({env.spec_for(t).dim for t in tasks}) > 1  # the fixture's tasks have 2, 2, 2 and 32 tests
+    return env, tasks
+
+
+def _lcb_texts(env, tasks, mode, m):
+    """Two completions per task: its reference solution (passes its tests; another task's where it has none, the
+    fixture's 32-test task) and one that parses but fails them."""
+    first = env.reference_completion(tasks[0], mode=mode, m=m)
+    wrong = first.replace("print(max(", "print(min(")
+    return [text for t in tasks for text in (env.reference_completion(t, mode=mode, m=m) or first, wrong)]
+
+
+def _alone(batch, b, config):
+    """Group b's advantages computed alone, under its own spec."""
+    one = RolloutBatch.of(
+        batch.training_rewards[b][None],
+        w_star=batch.w_star[b],
+        keys=[batch.keys[b]],
+        goal_weights=None if batch.goal_weights is None else [batch.goal_weights[b]],
+    )
+    return compute_advantages(one, config)[0]
+
+
+@pytest.mark.parametrize("method", ["vpo", "goal_cond"])
+def test_lcb_shapes_through_score_groups_and_trls_advantage_function(method):
+    pytest.importorskip("trl")
+    from vpo_core.adapters.trl.trainer import EnvScorer, group_advantages
+
+    env, tasks = _lcb()
+    config = AdvantageConfig.parse(method, m=2 if method == "vpo" else None, num_weights=6)
+    mode, m = config.method.mode, config.m
+    texts = _lcb_texts(env, tasks, mode, m)
+    scorer = EnvScorer(env, tasks, mode=mode, m=m)
+    order = [i for i in range(len(tasks)) for _ in range(2)]
+    half = len(texts) // 2  # two calls, as two processes' shares would arrive
+    logged = scorer(None, texts[:half], order[:half]) + scorer(None, texts[half:], order[half:])
+    assert len(logged) == len(texts)
+    assert max(logged) > 0
+    goal = [config.method.prompt_goal_weights(env.spec_for(t).dim, seed=0, task_id=t.id) for t in tasks]
+    batch, advantages = group_advantages(
+        scorer.scored,
+        config,
+        group_size=2,
+        step=5,
+        lengths=[10.0] * len(texts),
+        goal_weights=goal if config.method.goal_prompt else None,
+        task_index=order,
+    )
+    assert batch.dims == tuple(env.spec_for(t).dim for t in tasks)
+    assert batch.keys[0] == f"5:0:{tasks[0].id}"
+    assert advantages.shape == (len(texts),)
+    assert np.abs(advantages).max() > 0
+    for b in range(len(tasks)):
+        np.testing.assert_array_equal(advantages[2 * b : 2 * b + 2], _alone(batch, b, config))
+
+
+@pytest.mark.parametrize("method", ["vpo", "grpo"])
+def test_lcb_shapes_through_verls_reward_function(method):
+    pytest.importorskip("pandas")
+    from vpo_core.adapters.verl.export import rows_for
+    from vpo_core.adapters.verl.reward import score_trajectory
+
+    env, tasks = _lcb()
+    rows = rows_for("lcb-v1", "train", method, env_config={"data_dir": str(LCB_DATA)})
+    vpo = {"seed": 3, "num_weights": 6}
+    config = AdvantageConfig.parse(method, seed=3, num_weights=6)
+    texts = _lcb_texts(env, tasks, config.method.mode, config.m)
+    extras_keys = set()
+    for b, task in enumerate(tasks):
+        out = score_trajectory(texts[2 * b], rows[b]["extra_info"], f"uid-{b}", vpo)
+        extras_keys.add(frozenset(out["reward_extra_info"]))
+        one = score_groups(env, [task], [texts[2 * b]], mode=config.method.mode, m=config.m, keys=[f"uid-{b}"])
+        assert one.dims == (env.spec_for(task).dim,)
+        assert out["reward_score"] == float(rollout_scalars(one, config)[0, 0])
+    assert len(extras_keys) == 1  # veRL needs the same extra keys for every trajectory, whatever the task's d
+
+
+def test_lcb_shapes_through_the_local_engines_scoring_and_advantage():
+    env, tasks = _lcb()
+    config = parse_overrides(["env=lcb-v1", "method=vpo", "m=2", "group_size=2", "threads=1", "num_weights=4"])
+    texts = _lcb_texts(env, tasks, "multi", 2)
+    rollouts = Rollouts(
+        tasks, None, texts, torch.zeros(len(texts), 1), torch.ones(len(texts), 3), torch.ones(len(texts), 3)
+    )
+    batch = score_rollouts(env, rollouts, config.advantage, step=2)
+    _scalars, advantages = rollout_advantages(batch, config.advantage)
+    assert batch.dims == tuple(env.spec_for(t).dim for t in tasks)
+    assert advantages.shape == (len(tasks), 2)
+    assert np.abs(advantages).max() > 0
+    for b in range(len(tasks)):
+        np.testing.assert_array_equal(advantages[b], _alone(batch, b, config.advantage))

@@ -37,15 +37,7 @@ def _rollouts(policy, prompts: int = 3, group: int = 4, width: int = 40) -> Roll
     pad = policy.tokenizer.pad_token_id
     response[torch.arange(width)[None, :] >= lengths[:, None]] = pad
     mask = (response != pad).float()
-    return Rollouts(
-        [None] * prompts,
-        None,  # type: ignore[arg-type]  # the update reads no spec
-        None,
-        [""] * n,
-        prompt_ids,
-        response,
-        mask,
-    )
+    return Rollouts([None] * prompts, None, [""] * n, prompt_ids, response, mask)
 
 
 def _update(split: bool, policy, rollouts, advantages, config):

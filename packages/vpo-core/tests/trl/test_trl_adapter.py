@@ -12,7 +12,7 @@ pytest.importorskip("trl", reason="TRL is opt-in: `uv sync --group trl` (CI inst
 
 from vpo_core.adapters.trl.train import TRLTrainConfig, build_trainer, main
 from vpo_core.adapters.trl.trainer import VPOGRPOTrainer
-from vpo_core.advantages import compute_advantages
+from vpo_core.advantages import AdvantageConfig, RolloutBatch, compute_advantages
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # text_stats_env (an env id of the module:Class form)
 
@@ -24,7 +24,13 @@ class Recording(VPOGRPOTrainer):
 
     def _generate_and_score_completions(self, inputs):
         output = super()._generate_and_score_completions(inputs)
-        record = (self.last_rewards, self.last_keys, self.last_advantages, output["advantages"].cpu().numpy())
+        batch = self.last_batch
+        record = (
+            batch.stacked(training=True),
+            list(batch.keys),
+            self.last_advantages,
+            output["advantages"].cpu().numpy(),
+        )
         self.batches = [*getattr(self, "batches", []), record]
         return output
 
@@ -62,13 +68,8 @@ def test_trl_loss_uses_compute_advantages_on_the_env_rewards(tmp_path, method, s
         assert rewards.shape == (2, 4, 3 if method == "vpo" else 1, 4)
         assert all(k.startswith(f"{step * 2}:{b}:") and k.split(":", 2)[2] in task_ids for b, k in enumerate(keys))
         expected = compute_advantages(
-            method,
-            rewards,
-            w_star=trainer.scorer.env.reward_spec.w_star,
-            seed=0,
-            group_keys=keys,
-            num_weights=16,
-            weight_sampler=sampler,
+            RolloutBatch.of(rewards, w_star=trainer.scorer.env.reward_spec.w_star, keys=keys),
+            AdvantageConfig.parse(method, seed=0, num_weights=16, weight_sampler=sampler),
         ).reshape(-1)
         np.testing.assert_allclose(advantages, expected, atol=1e-12)
         np.testing.assert_allclose(sent, advantages, atol=1e-6)  # one process: the whole batch is local

@@ -31,7 +31,7 @@ from vpo_core.adapters.verl.export import count_overlong, export_split, rows_for
 from vpo_core.adapters.verl.launch import LaunchConfig, compose, main, merge_command, parse_launch, validate  # noqa: E402
 from vpo_core.adapters.verl.recipes import GENERIC_MODEL, SHARED, cell, estimator_for, overrides  # noqa: E402
 from vpo_core.adapters.verl.reward import score_trajectory  # noqa: E402
-from vpo_core.advantages import rollout_scalars  # noqa: E402
+from vpo_core.advantages import AdvantageConfig, RolloutBatch, rollout_scalars  # noqa: E402
 from vpo_core.errors import ConfigError  # noqa: E402
 from vpo_core.layout import group_layout, zscore_by_index  # noqa: E402
 from vpo_core.models.policy import build_tokenizer  # noqa: E402
@@ -490,13 +490,8 @@ def test_reward_manager_returns_the_methods_rollout_scalar(tokenizer, method):
     train = env.training_rewards(task, env.parse(task, text, mode=mode, m=m))
     goal = np.asarray(row["extra_info"]["goal_weights"])[None] if method == "goal_cond" else None
     expected = rollout_scalars(
-        method,
-        train[None, None],
-        w_star=env.reward_spec.w_star,
-        seed=3,
-        group_keys=["uid-7"],
-        num_weights=50,
-        goal_weights=goal,
+        RolloutBatch.of(train[None, None], w_star=env.reward_spec.w_star, keys=["uid-7"], goal_weights=goal),
+        AdvantageConfig.parse(method, seed=3, num_weights=50),
     )
     if method == "gdpo":
         assert out["reward_score"] == pytest.approx(float(env.reward_spec.scalarize(train[0])), abs=1e-12)
@@ -535,8 +530,8 @@ def test_group_weights_match_across_fresh_processes():
         "import json, sys\n"
         "from vpo_core.adapters.verl.reward import score_trajectory\n"
         "row = json.loads(sys.argv[1])\n"
-        "print(repr(score_trajectory('<route_1>RIGHT DOWN</route_1><route_2>DOWN</route_2>', row, 'uid-x', seed=5,"
-        " num_weights=100, alpha=1.0)['reward_score']))\n"
+        "print(repr(score_trajectory('<route_1>RIGHT DOWN</route_1><route_2>DOWN</route_2>', row, 'uid-x',"
+        " {'seed': 5, 'num_weights': 100, 'alpha': 1.0})['reward_score']))\n"
     )
     scores = {
         subprocess.run(
@@ -555,7 +550,7 @@ def test_env_errors_are_loud_not_zero():
     row = rows_for("maze-v1", "test", "vpo", env_config={"test_size": 3})[0]
     info = dict(row["extra_info"], index=99)  # a task that does not exist
     with pytest.raises(IndexError):
-        score_trajectory("<route_1>UP</route_1>", info, "u", seed=0, num_weights=10, alpha=1.0)
+        score_trajectory("<route_1>UP</route_1>", info, "u", {"seed": 0, "num_weights": 10, "alpha": 1.0})
 
 
 # -------------------------------------------------------------------------------------- export

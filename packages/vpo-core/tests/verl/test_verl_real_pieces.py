@@ -166,7 +166,7 @@ def test_the_legacy_trainer_the_gdpo_route_needs_keeps_its_call(tmp_path, monkey
     mask = (torch.arange(width)[None, :] < torch.as_tensor(lengths.reshape(-1))[:, None]).long()
     uids = [f"uid-{b}" for b in range(len(rows)) for _ in range(G)]
     scored = [
-        score_trajectory(text, row["extra_info"], f"uid-{b}", seed=SEED, num_weights=NUM_WEIGHTS, alpha=1.0)
+        score_trajectory(text, row["extra_info"], f"uid-{b}", {"seed": SEED, "num_weights": NUM_WEIGHTS, "alpha": 1.0})
         for b, (row, group) in enumerate(zip(rows, texts, strict=True))
         for text in group
     ]
@@ -319,7 +319,7 @@ def test_veRLs_reward_loop_on_ray_and_its_advantage_step_equal_in_process_scorin
     }
     for method, (data, meta) in batches.items():
         expected = [
-            score_trajectory(prefill + text, info, uid, seed=SEED, num_weights=NUM_WEIGHTS, alpha=1.0)
+            score_trajectory(prefill + text, info, uid, {"seed": SEED, "num_weights": NUM_WEIGHTS, "alpha": 1.0})
             for text, info, uid in meta
         ]
         got = scored[method]

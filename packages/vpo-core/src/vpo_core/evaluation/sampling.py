@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from vpo_core.batch import score_groups
 from vpo_core.errors import ConfigError
 from vpo_core.evaluation.metrics import KS, pool_curve, pool_summary, task_pool_metrics
 from vpo_core.evaluation.reporting import standard_errors
@@ -212,7 +213,10 @@ def evaluate_policy(
                     seed=10_000 * seed + start,
                 )
             )
-            bad += _score_batch(env, tasks, texts, pools, (start, len(chunk), seed, per_task), name, mode, log)
+            part = slice(start, start + len(chunk))
+            bad += _score_batch(
+                env, tasks[part], texts, pools[part], seed=seed, per_task=per_task, name=name, mode=mode, log=log
+            )
             if progress is not None:
                 progress(len(chunk))
     bad += int(getattr(policy, "bad_completions", 0) or 0) - sampler_bad
@@ -248,43 +252,49 @@ def _score_batch(
     tasks: Sequence[Task[Any]],
     texts: list[str],
     pools: np.ndarray,
-    where: tuple[int, int, int, int],
+    *,
+    seed: int,
+    per_task: int,
     name: str,
     mode: str,
     log: Callable[[str], None],
 ) -> int:
-    """Score one batch's completions into `pools` (shape (T, n, m, d)); returns how many were bad.
+    """Score one batch's completions (`vpo_core.batch.score_groups`) into its tasks' pools; returns how many were bad.
 
     Args:
         env: The environment.
-        tasks: All T tasks.
-        texts: The batch's completions, prompt-major.
-        pools: The pools, written in place.
-        where: (first task of the batch, prompts in it, seed, completions per task and seed).
+        tasks: The batch's P tasks.
+        texts: The batch's completions, prompt-major (n per task; missing ones at the end score 0).
+        pools: The P tasks' pools, shape (P, n·seeds, m, d), written in place: this seed's n columns.
+        seed: The evaluation seed (which n columns of the pools).
+        per_task: n, the completions per task and seed.
         name: Label for the log.
         mode: Prompt mode.
         log: Where a bad completion is reported.
 
     Returns:
-        The completions missing from `texts` or whose scoring raised (their rows stay zero).
+        The completions missing from `texts` or whose scoring raised (their rows are zero).
     """
-    start, prompts, seed, per_task = where
-    m = pools.shape[2]
-    expected = prompts * per_task
-    bad = 0
+    expected = len(tasks) * per_task
     if len(texts) != expected:
         log(f"{name}: the sampler returned {len(texts)} completions for {expected}; missing ones score 0")
-        bad += max(0, expected - len(texts))
-    for j, text in enumerate(texts[:expected]):
-        t = start + j // per_task
-        c = seed * per_task + j % per_task
-        try:
-            row = env.score_completion(tasks[t], text, mode=mode, m=m).rewards  # type: ignore[arg-type]
-            pools[t, c, :, : row.shape[-1]] = row
-        except Exception as exc:  # one bad completion (or env bug) must not stop the evaluation
-            bad += 1
-            log(f"{name}: completion {c} of {tasks[t].id} could not be scored ({type(exc).__name__}: {exc})")
-    return bad
+    given: list[str | None] = list(texts[:expected])
+
+    def report(b: int, g: int, exc: Exception) -> None:
+        log(
+            f"{name}: completion {seed * per_task + g} of {tasks[b].id} could not be scored ({type(exc).__name__}: {exc})"
+        )
+
+    batch = score_groups(
+        env,
+        tasks,
+        given + [None] * (expected - len(given)),
+        mode=mode,  # type: ignore[arg-type]  # evaluate_policy's mode is the policy's, single or multi
+        m=pools.shape[2],
+        on_error=report,
+    )
+    pools[:, seed * per_task : (seed + 1) * per_task] = batch.padded(pools.shape[-1])
+    return batch.unscorable
 
 
 def before_after(init: EvalResult, final: EvalResult) -> dict[str, object]:

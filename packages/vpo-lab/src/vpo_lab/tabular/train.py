@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from vpo_core.advantages import compute_advantages
+from vpo_core.advantages import AdvantageConfig, RolloutBatch, compute_advantages
 from vpo_core.methods import get_method
 from vpo_lab.tabular.policy import Adam, TabularPolicy
 from vpo_lab.tabular.table import Candidates
@@ -78,7 +78,8 @@ def method_advantages(
 
     def advantages(rewards: NDArray[np.float64], keys: Sequence[str]) -> NDArray[np.float64]:
         return compute_advantages(
-            spec, rewards, w_star=w_star, seed=seed, group_keys=list(keys), num_weights=num_weights, goal_weights=goal
+            RolloutBatch.of(rewards, w_star=w_star, keys=list(keys), goal_weights=goal),
+            AdvantageConfig.parse(spec, seed=seed, num_weights=num_weights),
         )
 
     return advantages

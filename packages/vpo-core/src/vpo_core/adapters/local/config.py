@@ -9,12 +9,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vpo_core.advantages import AdvantageConfig
 from vpo_core.cli_config import option, parse_config
 from vpo_core.methods import METHODS, get_method
-from vpo_core.objectives import GROUPS_PER_BLOCK
 from vpo_core.registry import DEFAULT_ENV
 from vpo_core.types import Mode
-from vpo_core.weights import check_weight_options, weight_sampler_help
+from vpo_core.weights import weight_sampler_help
 
 __all__ = ["LOGGERS", "TrainConfig", "parse_overrides"]
 
@@ -154,9 +154,7 @@ class TrainConfig:
         Raises:
             ValueError: One line naming the bad option, the value and what is accepted.
         """
-        method = get_method(self.method) if self.method in METHODS else None
-        if method is None:
-            raise ValueError(f"unknown method {self.method!r}; choose one of {sorted(METHODS)} (e.g. method=vpo).")
+        method = get_method(self.method)
         self.m = method.resolve_m(self.m)
         for name, low in _INT_MIN.items():
             value = getattr(self, name)
@@ -181,14 +179,16 @@ class TrainConfig:
             raise ValueError(f"heads must divide hidden_size, got hidden_size={self.hidden_size} heads={self.heads}.")
         if self.device not in ("cpu", "cuda") and not self.device.startswith("cuda:"):
             raise ValueError(f"device must be cpu or cuda[:i], got {self.device!r}.")
-        if self.std not in ("population", "unbiased"):
-            raise ValueError(f"std must be population or unbiased, got {self.std!r}.")
-        check_weight_options(
-            self.alpha,
-            self.num_weights,
-            self.weight_sampler,
-            groups=min(self.prompts_per_step, GROUPS_PER_BLOCK),
-            rollouts=self.group_size * self.m,
+        self._advantage = AdvantageConfig.parse(
+            method,
+            m=self.m,
+            seed=self.seed,
+            num_weights=self.num_weights,
+            alpha=self.alpha,
+            weight_sampler=self.weight_sampler,
+            std=self.std,
+            groups=self.prompts_per_step,
+            group_size=self.group_size,
         )
         unknown = [name for name in self.loggers if name not in LOGGERS]
         if unknown or not self.loggers:
@@ -216,9 +216,14 @@ class TrainConfig:
         return sorted({int(part) for part in str(self.keep_steps).strip("[]").split(",") if part.strip()})
 
     @property
+    def advantage(self) -> AdvantageConfig:
+        """The advantage's options (method, m, seed, K, alpha, sampler, std), parsed and checked by `validate`."""
+        return self._advantage
+
+    @property
     def mode(self) -> Mode:
         """Prompt mode of the method."""
-        return get_method(self.method).mode
+        return self._advantage.method.mode
 
     @property
     def run_dir(self) -> Path:

@@ -1,20 +1,19 @@
 """One RL step of the local engine, in named phases: sample, score, advantages, update, log.
 
 `rl_step` runs the phases in order, each its own function: `sample_rollouts` (draw the tasks, sample
-the groups into a `Rollouts`), `score_rollouts` (the env's rewards), `rollout_advantages` (the method's
-scalars, normalised), `update_policy` (PPO mini-batches) and `step_metrics` (the logged record).
+the groups into a `Rollouts`), `score_rollouts` (the env's rewards, a `vpo_core.batch.RolloutBatch`
+from `vpo_core.batch.score_groups`), `rollout_advantages` (the method's scalars, normalised),
+`update_policy` (PPO mini-batches) and `step_metrics` (the logged record).
 
-Each task keeps its own reward spec (`TextEnv.spec_for`): where a step's tasks share one spec the
-rewards are one array (P, G, m, D); where they differ (env-lcb: one dimension per test, so d varies
-per task) they are a list of P arrays (G, m, d_b), the ragged layout `rollout_scalars` accepts. The
-advantage is computed per group, so groups of different d train side by side.
+Each group keeps its task's reward spec (`TextEnv.spec_for`), so a step that draws tasks of different
+d (env-lcb: one dimension per test) trains, each group's advantage under its own spec.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 import torch
@@ -22,20 +21,15 @@ import torch
 from vpo_core.adapters.local.config import TrainConfig
 from vpo_core.adapters.local.errors import NonFiniteLossError
 from vpo_core.adapters.local.loss import actor_loss
-from vpo_core.advantages import Std, normalize_scalars, rollout_scalars
+from vpo_core.advantages import AdvantageConfig, normalize_scalars, rollout_scalars
+from vpo_core.batch import RolloutBatch, score_groups
 from vpo_core.env import TextEnv
-from vpo_core.methods import Method, get_method
 from vpo_core.metrics import reward_diversity
 from vpo_core.models.policy import Policy
 from vpo_core.models.settings import SamplingSettings
-from vpo_core.spec import RewardSpec
-from vpo_core.types import Mode
 from vpo_core.weights import stable_seed
 
 __all__ = ["NonFiniteLossError", "Rollouts", "rl_step"]
-
-Rewards = np.ndarray | list[np.ndarray]
-"""A step's rewards: shape (P, G, m, D) when every task has the same spec, else P arrays (G, m, d_b)."""
 
 _ACTOR_STATS = ("actor/pg_loss", "actor/kl_loss", "actor/entropy", "actor/pg_clipfrac", "actor/grad_norm")
 
@@ -46,9 +40,8 @@ class Rollouts:
 
     Attributes:
         tasks: The P training tasks drawn.
-        specs: The reward spec of each task (`TextEnv.spec_for`), P specs; their d may differ.
-        goal: The goal-conditioned baseline's weights of each prompt, shape (P, D) (a list of P (d_b,)
-            arrays where the tasks' d differ); None for other methods.
+        goal: The goal-conditioned baseline's weights written into each prompt, P arrays (d_b,); None for
+            other methods.
         texts: The P·G whole assistant turns.
         prompt_ids: Prompt token ids, shape (P·G, L_prompt), left-padded.
         response: Response token ids, shape (P·G, L_response), right-padded.
@@ -59,18 +52,12 @@ class Rollouts:
     """
 
     tasks: list[Any]
-    specs: list[RewardSpec]
-    goal: np.ndarray | list[np.ndarray] | None
+    goal: list[np.ndarray] | None
     texts: list[str]
     prompt_ids: torch.Tensor
     response: torch.Tensor
     mask: torch.Tensor
     sample_log_probs: torch.Tensor | None = None
-
-    @property
-    def shared_spec(self) -> RewardSpec | None:
-        """The spec every task shares, or None where the tasks' specs differ (ragged rewards)."""
-        return self.specs[0] if len(set(self.specs)) == 1 else None
 
     @property
     def group(self) -> int:
@@ -87,23 +74,18 @@ def sample_rollouts(
     env: TextEnv[Any, Any],
     train_tasks: list[Any],
     config: TrainConfig,
-    method: Method,
     sampling: SamplingSettings,
     *,
     step: int,
     rng: np.random.Generator,
 ) -> Rollouts:
     """Draw ``config.prompts_per_step`` tasks with `rng` and sample ``config.group_size`` completions of each."""
-    m = int(config.m or 1)
+    advantage = config.advantage
+    method, m = advantage.method, advantage.m
     tasks = [train_tasks[int(i)] for i in rng.choice(len(train_tasks), size=config.prompts_per_step, replace=False)]
-    specs = [env.spec_for(t) for t in tasks]
-    dims = [spec.dim for spec in specs]
-    goal: np.ndarray | list[np.ndarray] | None
-    if len(set(dims)) == 1:
-        goal = method.task_goal_weights(dims, [t.id for t in tasks], seed=config.seed)
-    else:  # one (d_b,) row per task: rows of different d cannot be stacked
-        rows = [method.task_goal_weights([d], [t.id], seed=config.seed) for d, t in zip(dims, tasks, strict=True)]
-        goal = None if rows[0] is None else [row[0] for row in rows if row is not None]
+    goal = None
+    if method.goal_prompt:  # one (d_b,) row per task: the tasks' d may differ
+        goal = [method.task_goal_weights([env.spec_for(t).dim], [t.id], seed=config.seed)[0] for t in tasks]  # type: ignore[index]  # goal-conditioned: not None
     prompts = [
         policy.prompt_text(env.render_prompt(t, mode=method.mode, m=m, goal_weights=None if goal is None else goal[i]))
         for i, t in enumerate(tasks)
@@ -116,70 +98,42 @@ def sample_rollouts(
     )
     if (sampling.temperature, sampling.top_p) != (1.0, 1.0):  # drawn from a reshaped distribution, not the policy's
         sample_log_probs = None
-    return Rollouts(tasks, specs, goal, texts, prompt_ids, response, policy.response_mask(response), sample_log_probs)
+    return Rollouts(tasks, goal, texts, prompt_ids, response, policy.response_mask(response), sample_log_probs)
 
 
-def score_rollouts(env: TextEnv[Any, Any], rollouts: Rollouts, *, mode: Mode, m: int) -> tuple[Rewards, Rewards]:
-    """The env's rewards and training rewards (duplicates zeroed in multi mode).
+def score_rollouts(env: TextEnv[Any, Any], rollouts: Rollouts, config: AdvantageConfig, *, step: int) -> RolloutBatch:
+    """The env's rewards of the step's groups (`vpo_core.batch.score_groups`), keyed ``f"{step}:{task id}"``.
 
     Returns:
-        (raw, train): each shape (P, G, m, D) when the tasks share one spec, else a list of P arrays
-        of shape (G, m, d_b), d_b the dimension of task b's spec.
+        The batch: rewards and training rewards (duplicates zeroed in multi mode), P arrays (G, m, d_b)
+        each, with each task's spec, the prompts' goal weights and the response lengths.
     """
-    raw = [np.zeros((rollouts.group, m, spec.dim)) for spec in rollouts.specs]
-    train = [np.zeros_like(r) for r in raw]
-    for i, text in enumerate(rollouts.texts):
-        b, g = divmod(i, rollouts.group)
-        scored = env.score_completion(rollouts.tasks[b], text, mode=mode, m=m)  # one parse, one `rewards` call
-        if scored.rewards.shape != raw[b][g].shape:
-            raise ValueError(
-                f"{type(env).__name__}.score_completion returned rewards of shape {scored.rewards.shape} for task "
-                f"{rollouts.tasks[b].id!r}, whose spec (spec_for) has d={rollouts.specs[b].dim} (m={m}): the env's "
-                "rewards and its spec_for disagree."
-            )
-        raw[b][g] = scored.rewards
-        train[b][g] = scored.training_rewards
-    if rollouts.shared_spec is None:
-        return raw, train
-    return np.stack(raw), np.stack(train)
+    return score_groups(
+        env,
+        rollouts.tasks,
+        rollouts.texts,
+        mode=config.method.mode,
+        m=config.m,
+        keys=[f"{step}:{t.id}" for t in rollouts.tasks],
+        goal_weights=rollouts.goal,
+        lengths=rollouts.lengths(),
+    )
 
 
-def rollout_advantages(
-    config: TrainConfig, method: Method, rollouts: Rollouts, train: Rewards, *, step: int
-) -> tuple[np.ndarray, np.ndarray]:
+def rollout_advantages(batch: RolloutBatch, config: AdvantageConfig) -> tuple[np.ndarray, np.ndarray]:
     """The method's rollout scalars and their normalised advantages.
 
     The scalars are computed once: they are both logged and normalised into the advantages.
 
     Args:
-        config: The run's config.
-        method: Its method.
-        rollouts: The step's groups.
-        train: Training rewards, shape (P, G, m, D), or P arrays (G, m, d_b) (`score_rollouts`).
-        step: The RL step (keys the groups' weight draws).
+        batch: The step's scored groups (`score_rollouts`).
+        config: The run's advantage options (`TrainConfig.advantage`).
 
     Returns:
         Scalars, shape (P, G) (gdpo: (P, G, D)), and advantages, shape (P, G).
     """
-    shared = rollouts.shared_spec
-    scalars = rollout_scalars(
-        method,
-        train,
-        w_star=shared.w_star if shared is not None else [spec.w_star for spec in rollouts.specs],
-        seed=config.seed,
-        group_keys=[f"{step}:{t.id}" for t in rollouts.tasks],
-        num_weights=config.num_weights,
-        alpha=config.alpha,
-        goal_weights=rollouts.goal,
-        weight_sampler=config.weight_sampler,
-    )
-    normalized = normalize_scalars(
-        method,
-        scalars,
-        std=cast("Std", config.std),  # TrainConfig checks std is population or unbiased (OmegaConf has no Literal)
-        response_lengths=rollouts.lengths() if method.normalizer == "gdpo" else None,
-    )
-    return scalars, normalized
+    scalars = rollout_scalars(batch, config)
+    return scalars, normalize_scalars(scalars, config, lengths=batch.lengths)
 
 
 def update_policy(
@@ -325,7 +279,7 @@ def _log_probs_by_length(
 
 def step_metrics(
     rollouts: Rollouts,
-    raw: Rewards,
+    batch: RolloutBatch,
     scalars: np.ndarray,
     advantages: np.ndarray,
     stats: dict[str, list[float]],
@@ -337,8 +291,8 @@ def step_metrics(
 
     Args:
         rollouts: The step's groups.
-        raw: The env's rewards, shape (P, G, m, D), or P arrays (G, m, d_b) (`score_rollouts`); a
-            ``reward/<name>`` is the mean over the groups whose spec has that dimension.
+        batch: Their scores (`score_rollouts`); a ``reward/<name>`` is the mean over the groups whose spec
+            has that dimension.
         scalars: The method's rollout scalars, shape (P, G) (gdpo: (P, G, D)).
         advantages: Shape (P, G).
         stats: The actor statistics of `update_policy`.
@@ -347,18 +301,20 @@ def step_metrics(
     """
     lengths = rollouts.lengths()
     record: dict[str, Any] = {"step": step}
-    shared = rollouts.shared_spec
+    shared, specs = batch.shared_spec, batch.specs
+    assert specs is not None  # score_groups keeps each group's spec
+    raw = batch.stacked()
     if shared is not None and isinstance(raw, np.ndarray):
         w_scores = shared.scalarize(raw)  # (P, G, m)
         record.update({f"reward/{name}": float(raw[..., i].mean()) for i, name in enumerate(shared.names)})
     else:
-        w_scores = np.stack([spec.scalarize(r) for spec, r in zip(rollouts.specs, raw, strict=True)])
+        w_scores = np.stack([spec.scalarize(r) for spec, r in zip(specs, batch.rewards, strict=True)])
         by_name: dict[str, list[np.ndarray]] = {}
-        for spec, r in zip(rollouts.specs, raw, strict=True):
+        for spec, r in zip(specs, batch.rewards, strict=True):
             for i, name in enumerate(spec.names):
                 by_name.setdefault(name, []).append(r[..., i].reshape(-1))
         record.update({f"reward/{name}": float(np.concatenate(parts).mean()) for name, parts in by_name.items()})
-    diversity = [reward_diversity(raw[b].reshape(-1, spec.dim)) for b, spec in enumerate(rollouts.specs)]
+    diversity = [reward_diversity(r.reshape(-1, spec.dim)) for r, spec in zip(batch.rewards, specs, strict=True)]
     record["mean_w_star"] = float(w_scores.mean())
     record["set_reward"] = float(np.mean(scalars))
     record["best_of_m"] = float(w_scores.max(axis=-1).mean())
@@ -402,17 +358,16 @@ def rl_step(
         mean w*-score, set reward (the method's rollout scalar), best-of-m, reward-space diversity of the
         groups, KL, entropy, timing.
     """
-    method = get_method(config.method)
     rng = np.random.default_rng([config.seed, 2, step])  # draws the tasks, then the mini-batch order
     t_start = time.perf_counter()
-    rollouts = sample_rollouts(policy, env, train_tasks, config, method, sampling, step=step, rng=rng)
+    rollouts = sample_rollouts(policy, env, train_tasks, config, sampling, step=step, rng=rng)
     t_sampled = time.perf_counter()
-    raw, train = score_rollouts(env, rollouts, mode=method.mode, m=int(config.m or 1))
-    scalars, normalized = rollout_advantages(config, method, rollouts, train, step=step)
+    batch = score_rollouts(env, rollouts, config.advantage, step=step)
+    scalars, normalized = rollout_advantages(batch, config.advantage)
     t_scored = time.perf_counter()
     stats = update_policy(policy, reference, optimizer, rollouts, normalized, config, step=step, rng=rng)
     t_done = time.perf_counter()
-    record = step_metrics(rollouts, raw, scalars, normalized, stats, sampling, step=step)
+    record = step_metrics(rollouts, batch, scalars, normalized, stats, sampling, step=step)
     record["timing_s/gen"] = round(t_sampled - t_start, 3)
     record["timing_s/reward"] = round(t_scored - t_sampled, 3)
     record["timing_s/update_actor"] = round(t_done - t_scored, 3)

@@ -155,7 +155,7 @@ class RunState:
     @property
     def m(self) -> int:
         """Answers per completion."""
-        return int(self.config.m or 1)
+        return self.config.advantage.m
 
     def limit_budget(self, max_new_tokens: int) -> None:
         """Set the token budget per completion of the rollouts and the evaluations."""
@@ -237,7 +237,7 @@ def open_run(config: TrainConfig) -> RunState:
     train_tasks = env_tasks(env, "train")  # a missing dataset stops here, before anything is written
     test_tasks = env_tasks(env, "test")[: config.eval_tasks]
     run_dir.write_config({**config.to_json(), "data_source": env.data_source()})
-    profile, m = env.profile, int(config.m or 1)
+    profile, m = env.profile, config.advantage.m
     rollout = SamplingSettings.resolve(
         profile.train,
         mode=config.mode,

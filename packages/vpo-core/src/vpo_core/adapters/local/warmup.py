@@ -107,7 +107,9 @@ def warm_up(
     policy.model.train()
     for step in range(first, steps):
         batch = [tasks[int(i)] for i in rng.integers(len(tasks), size=batch_size // demos_per_task)]
-        texts, completions, row_prompt = [], [], []  # the step's prompts; its completions and their prompt
+        texts: list[str] = []  # the step's distinct prompts
+        completions: list[str] = []
+        row_prompt: list[int] = []  # the index in texts of each completion's prompt
         for task in batch:
             drawn = [env.demonstration(task, mode=mode, m=m, rng=rng) for _ in range(demos_per_task)]  # type: ignore[arg-type]
             drawn = [completion for completion in drawn if completion is not None]

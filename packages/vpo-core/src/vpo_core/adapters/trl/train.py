@@ -25,13 +25,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vpo_core.advantages import AdvantageConfig
 from vpo_core.cli_config import option, run_cli
 from vpo_core.errors import ConfigError, UserError
-from vpo_core.methods import METHODS, get_method
+from vpo_core.methods import METHODS
 from vpo_core.models.settings import SamplingSettings
-from vpo_core.objectives import GROUPS_PER_BLOCK
 from vpo_core.registry import DEFAULT_ENV
-from vpo_core.weights import check_weight_options, weight_sampler_help
+from vpo_core.types import Mode
+from vpo_core.weights import weight_sampler_help
 
 __all__ = ["Prepared", "TRLTrainConfig", "build_trainer", "main", "prepare", "run"]
 
@@ -95,15 +96,18 @@ class TRLTrainConfig:
         if self.method not in METHODS:
             raise ConfigError(f"unknown method {self.method!r}; choose one of {sorted(METHODS)} (e.g. method=vpo).")
         try:
-            m = get_method(self.method).resolve_m(self.m)
-            check_weight_options(
-                self.alpha,
-                self.num_weights,
-                self.weight_sampler,
-                groups=min(self.prompts_per_step, GROUPS_PER_BLOCK),
-                rollouts=self.group_size * m,
+            self._advantage = AdvantageConfig.parse(
+                self.method,
+                m=self.m,
+                seed=self.seed,
+                num_weights=self.num_weights,
+                alpha=self.alpha,
+                weight_sampler=self.weight_sampler,
+                std=self.std,
+                groups=self.prompts_per_step,
+                group_size=self.group_size,
             )
-        except ValueError as exc:
+        except ValueError as exc:  # the record's checks raise ValueError; a TRL config's refusals are ConfigError
             raise ConfigError(str(exc)) from exc
         for name in ("steps", "prompts_per_step", "mini_batches", "num_weights", "eval_samples", "eval_seeds"):
             if getattr(self, name) < 1:
@@ -138,10 +142,13 @@ class TRLTrainConfig:
             raise ConfigError(f"clip_ratio_c must be > 1 + clip_ratio, got clip_ratio_c={self.clip_ratio_c}.")
         if not (math.isfinite(self.kl_coef) and self.kl_coef >= 0):
             raise ConfigError(f"kl_coef must be a finite number >= 0, got kl_coef={self.kl_coef}.")
-        if self.std not in ("population", "unbiased"):
-            raise ConfigError(f"std must be population or unbiased, got {self.std!r}.")
         if self.device not in ("cpu", "cuda"):
             raise ConfigError(f"device must be cpu or cuda, got {self.device!r}.")
+
+    @property
+    def advantage(self) -> AdvantageConfig:
+        """The advantage's options (method, m, seed, K, alpha, sampler, std), parsed and checked on construction."""
+        return self._advantage
 
     @property
     def run_dir(self) -> Path:
@@ -180,15 +187,16 @@ def _prompt_dataset(config: TRLTrainConfig, env: Any, tasks: list[Any], tokenize
 
     Returns:
         The dataset (rows ``prompt``, ``task_index``) and, for a goal-conditioned method, the goal
-        weights written into each task's prompt, shape (T, D) (else None).
+        weights written into each task's prompt, T vectors (d_t,) (else None).
     """
     from datasets import Dataset
 
     from vpo_core.models.chat import render_chat
 
-    method = get_method(config.method)
-    m = method.resolve_m(config.m)
-    goal = method.task_goal_weights([env.spec_for(t).dim for t in tasks], [t.id for t in tasks], seed=config.seed)
+    method, m = config.advantage.method, config.advantage.m
+    goal = None
+    if method.goal_prompt:  # one row per task: the tasks' d may differ (env-lcb)
+        goal = [method.task_goal_weights([env.spec_for(t).dim], [t.id], seed=config.seed)[0] for t in tasks]  # type: ignore[index]  # goal-conditioned: not None
     template_kwargs = dict(env.profile.chat_template_kwargs)
     rows = [
         {
@@ -258,7 +266,7 @@ class Prepared:
     """
 
     env: Any
-    mode: str
+    mode: Mode
     m: int
     tasks: list[Any]
     test_tasks: list[Any]
@@ -282,8 +290,7 @@ def prepare(config: TRLTrainConfig) -> Prepared:
     from vpo_core.registry import env_tasks, make_env
 
     env = make_env(config.env, config.env_options)
-    method = get_method(config.method)
-    mode, m = method.mode, method.resolve_m(config.m)
+    mode, m = config.advantage.method.mode, config.advantage.m
     tasks = env_tasks(env, "train")
     test_tasks = env_tasks(env, "test")[: config.eval_tasks] if config.eval_tasks else []
     started = time.perf_counter()
@@ -381,12 +388,7 @@ def build_trainer(config: TRLTrainConfig, prepared: Prepared | None = None) -> A
         train_dataset=dataset,
         processing_class=tokenizer,
         callbacks=[_metrics_file(config.run_dir / "metrics.jsonl")],
-        method=config.method,
-        seed=config.seed,
-        num_weights=config.num_weights,
-        alpha=config.alpha,
-        weight_sampler=config.weight_sampler,
-        std=config.std,
+        advantage=config.advantage,
         goal_weights=goal,
         stop_strings=p.stop_strings,
     )

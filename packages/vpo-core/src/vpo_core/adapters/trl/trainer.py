@@ -4,14 +4,17 @@ TRL 1.16 computes its advantage inline in ``GRPOTrainer._generate_and_score_comp
 scalar reward functions; it has no hook for a set-level advantage. `VPOGRPOTrainer` keeps all of
 TRL's generation, reference model and loss, and replaces only that advantage:
 
-1. `EnvScorer` is the trainer's one reward function: for each completion it parses and scores the
-   whole assistant turn once (the template's pre-fill plus the generated text) into the env's raw
-   rewards (m, d) and the de-duplicated training rewards, keeps both, and returns the best-of-m
-   w*-score for TRL's reward logs.
-2. After TRL's own scoring, the override gathers every process's training rewards (TRL puts the
-   G completions of a prompt next to each other in the generation batch), runs
-   `vpo_core.compute_advantages` on the (B, G, m, d) batch with group keys ``(step, group, task)``,
-   and puts this process's slice into ``output["advantages"]``, the tensor TRL's loss reads. TRL has
+1. `EnvScorer` is the trainer's one reward function: it scores each completion's whole assistant turn
+   once (the template's pre-fill plus the generated text) with `vpo_core.batch.score_groups`, each
+   completion a group of one (a process holds a share of the generation batch, not whole groups),
+   keeps the scores (raw (m, d) and de-duplicated training rewards, each task's spec) and returns the
+   best-of-m w*-score for TRL's reward logs.
+2. After TRL's own scoring, the override gathers every process's scores, regroups them into the
+   `vpo_core.batch.RolloutBatch` of G completions per prompt (`vpo_core.batch.regroup`; TRL puts the
+   G completions of a prompt next to each other), runs `vpo_core.compute_advantages` on it with group
+   keys ``(step, group, task)`` and the run's `AdvantageConfig`, and puts this process's slice into
+   ``output["advantages"]``, the tensor TRL's loss reads. Groups keep their own spec, so tasks of
+   different d (env-lcb) train side by side. TRL has
    already logged its own group-normalised advantages of the scalar reward by then (its completions
    table): the override replaces those too, so what is logged is what was trained on.
 3. With ``stop_strings`` (the env's `TextEnv.answer_stop`), generation ends where a completion's last
@@ -32,11 +35,12 @@ import numpy as np
 import torch
 from trl.trainer.grpo_trainer import GRPOTrainer
 
-from vpo_core.advantages import compute_advantages
+from vpo_core.advantages import AdvantageConfig, compute_advantages
+from vpo_core.batch import RolloutBatch, regroup, score_groups
 from vpo_core.env import TextEnv
-from vpo_core.methods import get_method
+from vpo_core.types import Mode
 
-__all__ = ["EnvScorer", "VPOGRPOTrainer"]
+__all__ = ["EnvScorer", "VPOGRPOTrainer", "group_advantages"]
 
 
 class EnvScorer:
@@ -52,29 +56,73 @@ class EnvScorer:
 
     __name__ = "env_best_of_m"
 
-    def __init__(self, env: TextEnv[Any, Any], tasks: Sequence[Any], *, mode: str, m: int, prefill: str = "") -> None:
+    def __init__(self, env: TextEnv[Any, Any], tasks: Sequence[Any], *, mode: Mode, m: int, prefill: str = "") -> None:
         self.env, self.tasks, self.mode, self.m, self.prefill = env, list(tasks), mode, m, prefill
-        self.raw: list[np.ndarray] = []
-        self.train: list[np.ndarray] = []
-        self.task_ids: list[str] = []
+        self.scored: list[RolloutBatch] = []
 
     def clear(self) -> None:
-        """Forget the previous batch's matrices."""
-        self.raw, self.train, self.task_ids = [], [], []
+        """Forget the previous batch's scores."""
+        self.scored = []
+
+    @property
+    def count(self) -> int:
+        """The completions scored since `clear`."""
+        return sum(batch.n_groups for batch in self.scored)
 
     def __call__(self, prompts: list[Any], completions: list[Any], task_index: list[int], **_: Any) -> list[float]:
-        """Score each completion; returns its best-of-m w*-score (what TRL logs as the reward)."""
-        out = []
-        for completion, index in zip(completions, task_index, strict=True):
-            task = self.tasks[int(index)]
-            text = completion if isinstance(completion, str) else str(completion[-1]["content"])
-            scored = self.env.score_completion(task, self.prefill + text, mode=self.mode, m=self.m)  # type: ignore[arg-type]
-            raw, train = scored.rewards, scored.training_rewards  # (m, d) each
-            self.raw.append(raw)
-            self.train.append(train)
-            self.task_ids.append(str(task.id))
-            out.append(float(self.env.spec_for(task).scalarize(raw).max()))
-        return out
+        """Score each completion (a group of one); returns its best-of-m w*-score (what TRL logs as the reward)."""
+        tasks = [self.tasks[int(index)] for index in task_index]
+        texts = [self.prefill + (c if isinstance(c, str) else str(c[-1]["content"])) for c in completions]
+        batch = score_groups(self.env, tasks, texts, mode=self.mode, m=self.m)
+        self.scored.append(batch)
+        assert batch.specs is not None  # score_groups keeps each group's spec
+        return [float(spec.scalarize(raw[0]).max()) for spec, raw in zip(batch.specs, batch.rewards, strict=True)]
+
+
+def group_advantages(
+    rows: Sequence[RolloutBatch],
+    config: AdvantageConfig,
+    *,
+    group_size: int,
+    step: int,
+    lengths: Sequence[float],
+    goal_weights: Sequence[np.ndarray] | None = None,
+    task_index: Sequence[int] = (),
+) -> tuple[RolloutBatch, np.ndarray]:
+    """The advantages of a generation batch, from every process's scores in TRL's order.
+
+    Args:
+        rows: `EnvScorer`'s scores of every process, gathered in order (each completion a group of one).
+        config: The run's advantage options.
+        group_size: G, the completions per prompt.
+        step: TRL's global step (keys the groups' weight draws: ``f"{step}:{group}:{task id}"``).
+        lengths: Each completion's length in tokens, N values.
+        goal_weights: goal-conditioned methods: each task's prompt weights by task index, (d_t,) each.
+        task_index: Each completion's task index, N values (read with `goal_weights`).
+
+    Returns:
+        The batch of N / G groups and its advantages, shape (N,), in TRL's order.
+    """
+    every = [task for row in rows for task in row.tasks or ()]
+    if group_size < 1 or len(every) % group_size or len(lengths) != len(every):
+        raise ValueError(
+            f"{len(every)} scored completions and {len(lengths)} lengths do not make groups of {group_size}."
+        )
+    tasks = every[::group_size]  # each group's task (regroup checks that its G completions share it)
+    n_groups = len(tasks)
+    goal = None
+    if config.method.goal_prompt:
+        if goal_weights is None:
+            raise ValueError(f"method {config.method.name!r} writes weights into the prompt: pass goal_weights.")
+        goal = [goal_weights[task_index[b * group_size]] for b in range(n_groups)]
+    batch = regroup(
+        rows,
+        group_size,
+        keys=[f"{step}:{b}:{task.id}" for b, task in enumerate(tasks)],
+        goal_weights=goal,
+        lengths=np.asarray(lengths, dtype=np.float64).reshape(n_groups, group_size),
+    )
+    return batch, compute_advantages(batch, config).reshape(-1)
 
 
 class VPOGRPOTrainer(GRPOTrainer):
@@ -82,33 +130,22 @@ class VPOGRPOTrainer(GRPOTrainer):
 
     Args:
         *args: GRPOTrainer's arguments; ``reward_funcs`` must be one `EnvScorer`.
-        method: A name of `vpo_core.METHODS`.
-        seed: Seed of the group-shared weights.
-        num_weights: K (vpo).
-        alpha: Dirichlet concentration (vpo, random_w).
-        weight_sampler: A name of `vpo_core.weights.WEIGHT_SAMPLERS` (``"dirichlet"``, the paper's).
-        std: z-score convention, ``"population"`` (the paper) or ``"unbiased"``.
-        goal_weights: goal_cond only: each task's prompt weights by task index, shape (n_tasks, d).
+        advantage: The run's advantage options (method, seed, K, alpha, weight sampler, std).
+        goal_weights: goal_cond only: each task's prompt weights by task index, (d_t,) each.
         stop_strings: Texts that end a completion besides EOS (the env's answer end); empty: EOS and the budget.
         **kwargs: GRPOTrainer's keyword arguments.
 
     Attributes:
-        last_rewards: The last generation batch's training rewards, (B, G, m, d) (a list of (G, m, d_b)
-            when dimensions differ), all processes.
+        last_batch: The last generation batch's scores, all processes, as groups of G (`RolloutBatch`;
+            its keys are ``f"{global_step}:{group}:{task id}"``).
         last_advantages: Its advantages, shape (B·G,), all processes, in TRL's order.
-        last_keys: Its group keys, ``f"{global_step}:{group}:{task id}"``.
     """
 
     def __init__(
         self,
         *args: Any,
-        method: str,
-        seed: int = 0,
-        num_weights: int = 100,
-        alpha: float = 1.0,
-        weight_sampler: str = "dirichlet",
-        std: str = "population",
-        goal_weights: np.ndarray | None = None,
+        advantage: AdvantageConfig,
+        goal_weights: Sequence[np.ndarray] | None = None,
         stop_strings: Sequence[str] = (),
         **kwargs: Any,
     ) -> None:
@@ -120,65 +157,34 @@ class VPOGRPOTrainer(GRPOTrainer):
                 "VPOGRPOTrainer needs exactly one reward function, an EnvScorer (the env's vector rewards)."
             )
         self.scorer: EnvScorer = scorers[0]
-        self.method = get_method(method)
-        if self.method.goal_prompt and goal_weights is None:
-            raise ValueError(f"method {method!r} writes weights into the prompt: pass goal_weights (n_tasks, d).")
-        self.vpo_options: dict[str, Any] = {
-            "seed": seed,
-            "num_weights": num_weights,
-            "alpha": alpha,
-            "weight_sampler": weight_sampler,
-            "std": std,
-        }
+        self.advantage = advantage
+        if advantage.method.goal_prompt and goal_weights is None:
+            raise ValueError(
+                f"method {advantage.method.name!r} writes weights into the prompt: pass goal_weights (one per task)."
+            )
         self.goal_weights = goal_weights
-        self.last_rewards: Any = None
+        self.last_batch: RolloutBatch | None = None
         self.last_advantages: np.ndarray | None = None
-        self.last_keys: list[str] = []
 
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         from accelerate.utils import gather_object
 
         self.scorer.clear()
         output = super()._generate_and_score_completions(inputs)
-        if len(self.scorer.train) != len(inputs):
-            raise RuntimeError(f"the env scored {len(self.scorer.train)} completions of a batch of {len(inputs)}.")
-        train = gather_object(self.scorer.train)
-        task_index = gather_object([int(x["task_index"]) for x in inputs])
-        task_ids = gather_object(self.scorer.task_ids)
-        lengths = gather_object(output["completion_mask"].sum(dim=1).clamp(min=1).tolist())
+        if self.scorer.count != len(inputs):
+            raise RuntimeError(f"the env scored {self.scorer.count} completions of a batch of {len(inputs)}.")
         mode = "train" if bool(getattr(self.model, "training", True)) else "eval"
         group_size: Any = self.num_generations if mode == "train" else self.num_generations_eval
-        group = int(group_size if group_size is not None else self.num_generations)  # type: ignore[arg-type]
-        n_groups = len(train) // group
-        step = int(self.state.global_step)
-        keys = [f"{step}:{b}:{task_ids[b * group]}" for b in range(n_groups)]
-        groups = [np.stack(train[b * group : (b + 1) * group]) for b in range(n_groups)]
-        rewards: Any = np.stack(groups) if len({g.shape for g in groups}) == 1 else groups
-        goal = None
-        if self.method.goal_prompt:
-            assert self.goal_weights is not None
-            goal = np.stack([self.goal_weights[task_index[b * group]] for b in range(n_groups)])
-        task = self.scorer.tasks[task_index[0]]
-        w_star = (
-            self.scorer.env.spec_for(task).w_star
-            if not isinstance(rewards, list)
-            else [self.scorer.env.spec_for(self.scorer.tasks[task_index[b * group]]).w_star for b in range(n_groups)]
+        batch, advantages = group_advantages(
+            gather_object(self.scorer.scored),
+            self.advantage,
+            group_size=int(group_size if group_size is not None else self.num_generations),  # type: ignore[arg-type]
+            step=int(self.state.global_step),
+            lengths=gather_object(output["completion_mask"].sum(dim=1).clamp(min=1).tolist()),
+            goal_weights=self.goal_weights,
+            task_index=gather_object([int(x["task_index"]) for x in inputs]),
         )
-        options = dict(self.vpo_options)
-        std = options.pop("std")
-        advantages = compute_advantages(
-            self.method,
-            rewards,
-            w_star=w_star,
-            group_keys=keys,
-            std=std,
-            goal_weights=goal,
-            response_lengths=np.asarray(lengths, dtype=np.float64).reshape(n_groups, group)
-            if self.method.normalizer == "gdpo"
-            else None,
-            **options,
-        ).reshape(-1)
-        self.last_rewards, self.last_advantages, self.last_keys = rewards, advantages, keys
+        self.last_batch, self.last_advantages = batch, advantages
         start = self.accelerator.process_index * len(inputs)
         local = advantages[start : start + len(inputs)]
         output["advantages"] = torch.as_tensor(

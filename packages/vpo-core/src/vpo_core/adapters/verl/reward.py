@@ -1,28 +1,30 @@
 """The ``vpo`` reward manager: parse m candidates with the env, score them, return the method's scalar.
 
-Each trajectory is scored on its own, in whichever reward worker veRL picks, so a group's weights
-must be rebuilt identically everywhere: VPO draws its K Dirichlet weights from
-``dirichlet_weights(d, K, seed=seed, key=uid)``, and every rollout of the group shares the uid.
+Each trajectory is scored on its own, in whichever reward worker veRL picks, as a `RolloutBatch` of
+one group of one rollout (`vpo_core.batch.score_groups`), so a group's weights must be rebuilt
+identically everywhere: VPO draws its K weights keyed by ``(seed, uid)``, and every rollout of the
+group shares the uid. The options are the run's ``algorithm.vpo`` block (``seed``, ``num_weights``,
+``alpha``, ``weight_sampler``), parsed into an `AdvantageConfig` with the row's method and m.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
-from vpo_core.advantages import rollout_scalars
+from vpo_core.advantages import AdvantageConfig, rollout_scalars
+from vpo_core.batch import score_groups
 from vpo_core.env import TextEnv
-from vpo_core.methods import get_method
 from vpo_core.metrics import reward_diversity
 from vpo_core.models.chat import template_prefill
 from vpo_core.registry import make
-from vpo_core.weights import check_weight_sampler
 
-__all__ = ["score_trajectory"]
+__all__ = ["score_trajectory", "vpo_advantage_config"]
 
 
 @lru_cache(maxsize=16)
@@ -30,26 +32,43 @@ def _env(env_id: str, config_json: str) -> TextEnv[Any, Any]:
     return make(env_id, **json.loads(config_json))
 
 
-def score_trajectory(
-    text: str,
-    extra_info: dict[str, Any],
-    uid: str,
-    *,
-    seed: int,
-    num_weights: int,
-    alpha: float,
-    weight_sampler: str = "dirichlet",
-) -> dict[str, Any]:
+def vpo_advantage_config(vpo: Mapping[str, Any], *, method: str, m: int) -> AdvantageConfig:
+    """The `AdvantageConfig` of an ``algorithm.vpo`` block for one row's method and m (parsed once per method).
+
+    Args:
+        vpo: The block: ``seed`` (0), ``num_weights`` (100), ``alpha`` (1.0), ``weight_sampler``
+            (``dirichlet``); the estimators' keys (``std``, ``eps``, ``k``, ...) are read by the estimators.
+        method: The row's method (``extra_info["method"]``).
+        m: The row's m.
+
+    Raises:
+        ValueError: For an unknown method or a value out of range (`AdvantageConfig.parse`).
+    """
+    return _parsed(
+        method,
+        int(m),
+        int(vpo.get("seed", 0)),
+        int(vpo.get("num_weights", 100)),
+        float(vpo.get("alpha", 1.0)),
+        str(vpo.get("weight_sampler", "dirichlet")),
+    )
+
+
+@lru_cache(maxsize=64)
+def _parsed(method: str, m: int, seed: int, num_weights: int, alpha: float, weight_sampler: str) -> AdvantageConfig:
+    return AdvantageConfig.parse(
+        method, m=m, seed=seed, num_weights=num_weights, alpha=alpha, weight_sampler=weight_sampler
+    )
+
+
+def score_trajectory(text: str, extra_info: dict[str, Any], uid: str, vpo: Mapping[str, Any]) -> dict[str, Any]:
     """The reward of one trajectory.
 
     Args:
         text: The decoded response.
         extra_info: The row's ``extra_info`` written by `vpo_core.adapters.verl.export`.
         uid: The group id veRL gives the G rollouts of one prompt.
-        seed: Seed of the group-shared weights.
-        num_weights: K.
-        alpha: Dirichlet concentration.
-        weight_sampler: A name of `vpo_core.weights.WEIGHT_SAMPLERS`.
+        vpo: The run's ``algorithm.vpo`` block (`vpo_advantage_config`).
 
     Returns:
         ``{"reward_score": float, "reward_extra_info": {...}}``; extras have the same keys and
@@ -57,26 +76,23 @@ def score_trajectory(
         over the candidates, the GDPO channels).
     """
     env = _env(str(extra_info["env_id"]), str(extra_info.get("env_config") or "{}"))
-    method = get_method(str(extra_info["method"]))
-    mode, m = str(extra_info["mode"]), int(extra_info["m"])
+    config = vpo_advantage_config(vpo, method=str(extra_info["method"]), m=int(extra_info["m"]))
     task = env.tasks(str(extra_info["split"]))[int(extra_info["index"])]
-    spec = env.spec_for(task)
-    scored = env.score_completion(task, text, mode=mode, m=m)  # type: ignore[arg-type]  # one `rewards` call
-    candidates, raw, train = scored.candidates, scored.rewards, scored.training_rewards  # (m, d) each
     goal = extra_info.get("goal_weights")
-    goal_weights = None if goal is None or len(goal) == 0 else np.asarray(goal, dtype=np.float64)[None, :]
-    scalar = rollout_scalars(
-        method,
-        train[None, None],
-        w_star=spec.w_star,
-        seed=seed,
-        group_keys=[uid],
-        num_weights=num_weights,
-        alpha=alpha,
-        goal_weights=goal_weights,
-        weight_sampler=weight_sampler,
+    batch = score_groups(  # one `rewards` call
+        env,
+        [task],
+        [text],
+        mode=config.method.mode,
+        m=config.m,
+        keys=[uid],
+        goal_weights=None if goal is None or len(goal) == 0 else [np.asarray(goal, dtype=np.float64)],
     )
-    score = float(spec.scalarize(raw[0])) if method.normalizer == "gdpo" else float(np.asarray(scalar).reshape(-1)[0])
+    assert batch.specs is not None
+    assert batch.answered is not None
+    spec, raw = batch.specs[0], batch.rewards[0][0]  # raw: (m, d)
+    scalar = rollout_scalars(batch, config)
+    score = float(spec.scalarize(raw[0])) if config.method.normalizer == "gdpo" else float(scalar.reshape(-1)[0])
     w_scores = spec.scalarize(raw)
     # veRL needs the same extra keys for every trajectory: one r_i per dimension of the env's class-level spec,
     # zero-padded where a task has fewer (LiveCodeBench: one dimension per test, at most 32)
@@ -88,7 +104,7 @@ def score_trajectory(
         {
             "best_of_m": float(w_scores.max()),
             "mean_w_star": float(w_scores.mean()),
-            "parsed": float(sum(c.answer is not None for c in candidates)),
+            "parsed": float(batch.answered[0, 0]),
             # reward-space diversity of this rollout's m candidates (the group's pool diversity needs the
             # whole group, which no reward worker sees; compute it from reward_matrix in the logs)
             "candidate_diversity": reward_diversity(raw) if raw.shape[0] > 1 else 0.0,
@@ -101,6 +117,8 @@ def score_trajectory(
 def _make_manager_class() -> type:
     from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
 
+    from vpo_core.weights import check_weight_options
+
     class VPORewardManager(RewardManagerBase):
         """Reward manager for every method of the paper (``reward.reward_manager.name=vpo``)."""
 
@@ -109,11 +127,12 @@ def _make_manager_class() -> type:
         ) -> None:
             super().__init__(config, tokenizer, compute_score)
             algorithm = config.get("algorithm", {}) if hasattr(config, "get") else {}
-            options = dict(algorithm.get("vpo", {}) or {})
-            self.seed = int(options.get("seed", 0))
-            self.num_weights = int(options.get("num_weights", 100))
-            self.alpha = float(options.get("alpha", 1.0))
-            self.weight_sampler = check_weight_sampler(options.get("weight_sampler", "dirichlet"))
+            self.vpo = dict(algorithm.get("vpo", {}) or {})
+            check_weight_options(  # fail when the manager is made, not at the first trajectory
+                float(self.vpo.get("alpha", 1.0)),
+                int(self.vpo.get("num_weights", 100)),
+                self.vpo.get("weight_sampler", "dirichlet"),
+            )
             data = config.get("data", {}) if hasattr(config, "get") else {}
             # the env scores the whole assistant turn: what the template pre-fills, then the generated text
             self.prefill = template_prefill(tokenizer, dict(data.get("apply_chat_template_kwargs", {}) or {}))
@@ -130,15 +149,7 @@ def _make_manager_class() -> type:
             uid = str(item.non_tensor_batch["uid"])
             return await loop.run_in_executor(
                 None,
-                lambda: score_trajectory(
-                    self.prefill + text,
-                    extra_info,
-                    uid,
-                    seed=self.seed,
-                    num_weights=self.num_weights,
-                    alpha=self.alpha,
-                    weight_sampler=self.weight_sampler,
-                ),
+                lambda: score_trajectory(self.prefill + text, extra_info, uid, self.vpo),
             )
 
     return VPORewardManager
