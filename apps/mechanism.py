@@ -30,15 +30,19 @@ import json
 import math
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from vpo_core.cli_config import option, run_cli
 from vpo_core.methods import METHODS
 from vpo_core.registry import DEFAULT_ENV
+
+if TYPE_CHECKING:
+    from vpo_lab.tabular.study import Arm, StudyResult
 
 STARTS = {
     "warm_uniform": (0.75, 0.0),
@@ -195,43 +199,146 @@ def render_markdown(start: str, summary: dict[str, Any], paired: dict[str, Any],
     return "\n".join(lines) + "\n"
 
 
+class _Refused(Exception):
+    """The study cannot run as asked; `main` prints ``error: <message>`` and exits 2."""
+
+
+def _outcome_tables(env: Any, env_id: str, tasks: list[Any], invalid: int) -> list[Any]:
+    """Each task's outcome table, checked against `env.score` of its texts.
+
+    Args:
+        env: The env.
+        env_id: Its id (for the message).
+        tasks: The tasks studied.
+        invalid: Invalid answers per task.
+
+    Returns:
+        One `OutcomeTable` per task.
+
+    Raises:
+        _Refused: The env enumerates no outcomes, or a table's rewards differ from its texts' scores.
+    """
+    tables = []
+    for task in tasks:
+        table = env.outcome_table(task, invalid=invalid)
+        if table is None:
+            raise _Refused(f"env {env_id} does not enumerate its outcomes (TextEnv.outcome_table).")
+        rescored = np.concatenate([env.score(task, text) for text in table.texts])
+        if not np.allclose(rescored, table.rewards, rtol=0, atol=1e-12):
+            raise _Refused(f"task {task.id}: env.score of the table's texts differs from its rewards.")
+        tables.append(table)
+    return tables
+
+
+def _check_memory(candidates: Any, config: MechanismConfig) -> None:
+    """Refuse a study whose sampling pass would take more than `MAX_TABLE_BYTES`.
+
+    Args:
+        candidates: The stacked tables, shape (tasks, width, d).
+        config: The options (group size and evaluation candidates set how many are sampled at a time).
+
+    Raises:
+        _Refused: Naming the memory it would take and what to lower.
+    """
+    n_tasks, width, _ = candidates.shape
+    at_a_time = max(config.group_size, config.candidates)
+    peak = 8 * n_tasks * at_a_time * width
+    if peak > MAX_TABLE_BYTES:
+        raise _Refused(
+            f"{n_tasks} tasks of {width:,} table candidates sampled {at_a_time} "
+            f"at a time would take {peak / 2**30:,.1f} GiB, over the {MAX_TABLE_BYTES / 2**30:g} GiB bound; "
+            "lower tasks, variants, candidates or group_size."
+        )
+
+
+def _arms(names: list[str], w_star: np.ndarray, task_ids: Sequence[str]) -> list[Arm]:
+    """The study's arms: each named method (or control) with its answers per rollout and advantage rule.
+
+    Args:
+        names: Registered methods and controls.
+        w_star: The env's w*, shape (d,).
+        task_ids: The studied tasks' ids.
+
+    Raises:
+        _Refused: A method the tabular study cannot run (its message says why).
+    """
+    from vpo_lab.tabular.study import arm
+
+    try:
+        return [arm(name, w_star=w_star, task_ids=task_ids) for name in names]
+    except ValueError as error:
+        raise _Refused(f"methods: {error}") from None
+
+
+def _vpo_minus(result: StudyResult, start_name: str) -> dict[str, Any]:
+    """VPO minus each other arm at every checkpoint, paired by seed and task, with the per-seed differences.
+
+    Args:
+        result: The study's result for `start_name` (VPO among its arms).
+        start_name: The start.
+
+    Returns:
+        step -> `PAIRED` label -> other arm -> its interval plus ``per_seed`` (VPO's per-seed mean minus the
+        arm's, rounded to 6 digits).
+    """
+    paired: dict[str, Any] = {}
+    for step in result.config["checkpoints"]:
+        paired[str(step)] = {}
+        for label, name, k in PAIRED:
+            reference = result.seed_means(start_name, "vpo", step, name, k)
+            paired[str(step)][label] = {
+                other: {
+                    **cell,
+                    "per_seed": [
+                        round(float(x), 6) for x in reference - result.seed_means(start_name, other, step, name, k)
+                    ],
+                }
+                for other, cell in result.paired("vpo", start_name, step, name, k).items()
+            }
+    return paired
+
+
+def _write_start(stem: Path, start_name: str, result: StudyResult, meta: dict[str, Any]) -> None:
+    """Write one start's ``<stem>.json``, ``<stem>.md`` and ``<stem>_values.npz``.
+
+    Args:
+        stem: ``<out>/<start>_V<variants>``.
+        start_name: The start.
+        result: The study's result for it.
+        meta: The config written into the JSON and the tables' header.
+    """
+    summary = result.summary()[start_name]
+    paired = _vpo_minus(result, start_name) if "vpo" in summary else {}
+    stem.with_suffix(".json").write_text(
+        json.dumps({"config": meta, "summary": summary, "vpo_minus": paired}, indent=1) + "\n"
+    )
+    stem.with_suffix(".md").write_text(render_markdown(start_name, summary, paired, meta))
+    values: dict[str, Any] = {
+        f"{a}/{step}/{name}": data
+        for a, steps in result.values[start_name].items()
+        for step, metrics in steps.items()
+        for name, data in metrics.items()
+    }
+    np.savez_compressed(stem.parent / f"{stem.name}_values.npz", seeds=np.asarray(result.seeds), **values)
+
+
 def main(argv: list[str] | None = None) -> int:
     config = run_cli(MechanismConfig, argv, prog="apps/mechanism.py", description=__doc__ or "")
     if isinstance(config, int):
         return config
     import vpo_core
     from vpo_lab.tabular import Start, run_study, stack_tables
-    from vpo_lab.tabular.study import arm
 
     env = vpo_core.make(config.env)
     tasks = list(env.tasks(config.split))[: config.tasks]
-    tables = []
-    for task in tasks:
-        table = env.outcome_table(task, invalid=config.invalid)
-        if table is None:
-            print(f"error: env {config.env} does not enumerate its outcomes (TextEnv.outcome_table).", file=sys.stderr)
-            return 2
-        rescored = np.concatenate([env.score(task, text) for text in table.texts])
-        if not np.allclose(rescored, table.rewards, rtol=0, atol=1e-12):
-            print(f"error: task {task.id}: env.score of the table's texts differs from its rewards.", file=sys.stderr)
-            return 2
-        tables.append(table)
-    candidates = stack_tables(tables, variants=config.variants)
-    n_tasks, width, _ = candidates.shape
-    peak = 8 * n_tasks * max(config.group_size, config.candidates) * width
-    if peak > MAX_TABLE_BYTES:
-        print(
-            f"error: {n_tasks} tasks of {width:,} table candidates sampled {max(config.group_size, config.candidates)} "
-            f"at a time would take {peak / 2**30:,.1f} GiB, over the {MAX_TABLE_BYTES / 2**30:g} GiB bound; "
-            "lower tasks, variants, candidates or group_size.",
-            file=sys.stderr,
-        )
-        return 2
-    w_star = np.asarray(env.reward_spec.w_star, dtype=np.float64)
     try:
-        arms = [arm(name, w_star=w_star, task_ids=candidates.task_ids) for name in config.arm_names()]
-    except ValueError as error:
-        print(f"error: methods: {error}", file=sys.stderr)
+        tables = _outcome_tables(env, config.env, tasks, config.invalid)
+        candidates = stack_tables(tables, variants=config.variants)
+        _check_memory(candidates, config)
+        w_star = np.asarray(env.reward_spec.w_star, dtype=np.float64)
+        arms = _arms(config.arm_names(), w_star, candidates.task_ids)
+    except _Refused as refused:
+        print(f"error: {refused}", file=sys.stderr)
         return 2
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -255,35 +362,8 @@ def main(argv: list[str] | None = None) -> int:
         meta = {**result.config, "env": config.env, "split": config.split, "command": command.strip(),
                 "task_ids": result.task_ids, "outcomes_per_task": [int(t.valid.sum()) for t in tables],
                 "pareto_per_task": [int(t.pareto.sum()) for t in tables]}  # fmt: skip
-        summary = result.summary()[start_name]
-        paired: dict[str, Any] = {}
-        if "vpo" in summary:
-            for step in result.config["checkpoints"]:
-                paired[str(step)] = {}
-                for label, name, k in PAIRED:
-                    reference = result.seed_means(start_name, "vpo", step, name, k)
-                    paired[str(step)][label] = {
-                        other: {
-                            **cell,
-                            "per_seed": [
-                                round(float(x), 6)
-                                for x in reference - result.seed_means(start_name, other, step, name, k)
-                            ],
-                        }
-                        for other, cell in result.paired("vpo", start_name, step, name, k).items()
-                    }
         stem = out / f"{start_name}_V{config.variants}"
-        stem.with_suffix(".json").write_text(
-            json.dumps({"config": meta, "summary": summary, "vpo_minus": paired}, indent=1) + "\n"
-        )
-        stem.with_suffix(".md").write_text(render_markdown(start_name, summary, paired, meta))
-        values: dict[str, Any] = {
-            f"{a}/{step}/{name}": data
-            for a, steps in result.values[start_name].items()
-            for step, metrics in steps.items()
-            for name, data in metrics.items()
-        }
-        np.savez_compressed(out / f"{stem.name}_values.npz", seeds=np.asarray(result.seeds), **values)
+        _write_start(stem, start_name, result, meta)
         print(f"wrote {stem}.md, {stem}.json and {stem}_values.npz")
     return 0
 

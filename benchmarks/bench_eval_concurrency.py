@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from vpo_core.models.openai import OpenAISampler
+from vpo_core.models.settings import SamplingSettings
 
 LATENCY_S = 0.05
 PROMPTS = 64
@@ -90,7 +91,9 @@ def sampler_seconds(server: SlowServer, workers: int, prompts: list[str]) -> tup
     sampler = OpenAISampler(server.base_url, max_workers=workers, retries=0, timeout_s=60)
     server.reset()
     start = time.perf_counter()
-    texts = sampler.sample(prompts, num_samples=1, max_new_tokens=64, temperature=0.7)
+    texts = sampler.sample(
+        prompts, num_samples=1, settings=SamplingSettings(temperature=0.7, top_p=1.0, max_new_tokens=64)
+    )
     seconds = time.perf_counter() - start
     assert texts == ["no route"] * len(prompts)
     return seconds, server.most

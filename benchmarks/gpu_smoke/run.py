@@ -404,8 +404,6 @@ def run_trl(model_dir: Path, work: Path, settings: Settings, device: str) -> dic
             "status": "skipped",
             "error": f"{' and '.join(missing)} not installed; carry benchmarks/gpu_smoke/wheels (fetch_wheels.py)",
         }
-    from transformers import TrainerCallback
-
     from vpo_core.adapters.trl.train import TRLTrainConfig, build_trainer
 
     config = TRLTrainConfig(
@@ -422,65 +420,111 @@ def run_trl(model_dir: Path, work: Path, settings: Settings, device: str) -> dic
         device=device,
     )
     trainer = build_trainer(config)
-    log_file = work / "trl-steps.jsonl"
-    current: dict[str, Any] = {"seconds": 0.0, "gen_seconds": 0.0, "generated_tokens": 0, "optimizer_steps": 0}
-    logged_step_time: list[float] = []  # TRL's own ``step_time`` log of each optimizer step (its training_step)
-    generate = trainer._generate
-
-    def timed_generate(prompts: list[Any]) -> Any:
-        _cuda_sync(device)
-        start = time.perf_counter()
-        result = generate(prompts)
-        _cuda_sync(device)
-        current["gen_seconds"] += time.perf_counter() - start
-        current["generated_tokens"] += sum(len(ids) for ids in result[1])  # completion ids per row
-        return result
-
-    trainer._generate = timed_generate  # instance attribute: times TRL's generation, changes nothing else
-
-    class StepTimer(TrainerCallback):
-        """Wall time of each optimizer step; every `mini_batches` of them make one RL step."""
-
-        started = 0.0
-
-        def on_log(self, *args: Any, logs: dict[str, Any] | None = None, **kwargs: Any) -> None:
-            if logs and "step_time" in logs:
-                logged_step_time.append(round(float(logs["step_time"]), 3))
-
-        def on_step_begin(self, *args: Any, **kwargs: Any) -> None:
-            _cuda_sync(device)
-            self.started = time.perf_counter()
-
-        def on_step_end(self, *args: Any, **kwargs: Any) -> None:
-            _cuda_sync(device)
-            current["seconds"] += time.perf_counter() - self.started
-            current["optimizer_steps"] += 1
-            if current["optimizer_steps"] == settings.mini_batches:
-                step = len(read_jsonl(log_file))
-                gen, tokens = current["gen_seconds"], current["generated_tokens"]
-                record = {
-                    "step": step,
-                    "seconds": round(current["seconds"], 3),
-                    "gen_seconds": round(gen, 3),
-                    "update_seconds": round(current["seconds"] - gen, 3),
-                    "generated_tokens": tokens,
-                    "gen_tokens_per_s": round(tokens / gen, 1) if gen > 0 else None,
-                }
-                with log_file.open("a") as handle:
-                    handle.write(json.dumps(record) + "\n")
-                current.update(seconds=0.0, gen_seconds=0.0, generated_tokens=0, optimizer_steps=0)
-
-    trainer.add_callback(StepTimer())
+    log = TRLStepLog(work / "trl-steps.jsonl", mini_batches=settings.mini_batches, device=device)
+    log.time_generation(trainer)
+    trainer.add_callback(log.callback())
     _reset_peak(device)
     trainer.train()
-    steps = read_jsonl(log_file)
+    steps = read_jsonl(log.path)
     return {
         "steps": steps,
         **summarize(steps),
         "trained_dtype": str(trainer.model.dtype).removeprefix("torch."),
-        "trl_logged_step_time": logged_step_time or None,
+        "trl_logged_step_time": log.logged_step_time or None,
         "peak_cuda_memory": _peak(device),
     }
+
+
+class TRLStepLog:
+    """Per-RL-step figures of a TRL run, appended to a JSON-lines file as each RL step ends.
+
+    Generation is timed by wrapping the trainer's ``_generate`` (`time_generation`), optimizer steps by a
+    callback (`callback`); every `mini_batches` optimizer steps make one RL step, whose record holds its
+    wall seconds, generation seconds, the rest (``update_seconds``), generated tokens and tokens per second.
+
+    Attributes:
+        path: The JSON-lines file the records are appended to.
+        mini_batches: Optimizer steps per RL step.
+        device: The torch device (CUDA is synchronized around each timed span).
+        logged_step_time: TRL's own ``step_time`` log of each optimizer step (its training_step), seconds.
+    """
+
+    def __init__(self, path: Path, *, mini_batches: int, device: str) -> None:
+        self.path = path
+        self.mini_batches = mini_batches
+        self.device = device
+        self.logged_step_time: list[float] = []
+        self._current: dict[str, Any] = {}
+        self._reset()
+        self._started = 0.0
+
+    def _reset(self) -> None:
+        self._current.update(seconds=0.0, gen_seconds=0.0, generated_tokens=0, optimizer_steps=0)
+
+    def time_generation(self, trainer: Any) -> None:
+        """Time `trainer`'s generation and count its tokens (an instance attribute: nothing else changes)."""
+        generate = trainer._generate
+
+        def timed_generate(prompts: list[Any]) -> Any:
+            _cuda_sync(self.device)
+            start = time.perf_counter()
+            result = generate(prompts)
+            _cuda_sync(self.device)
+            self._current["gen_seconds"] += time.perf_counter() - start
+            self._current["generated_tokens"] += sum(len(ids) for ids in result[1])  # completion ids per row
+            return result
+
+        trainer._generate = timed_generate
+
+    def callback(self) -> Any:
+        """A `transformers.TrainerCallback` that times each optimizer step into this log."""
+        from transformers import TrainerCallback
+
+        log = self
+
+        class StepTimer(TrainerCallback):
+            """Wall time of each optimizer step; every `mini_batches` of them make one RL step."""
+
+            def on_log(self, *args: Any, logs: dict[str, Any] | None = None, **kwargs: Any) -> None:
+                if logs and "step_time" in logs:
+                    log.logged_step_time.append(round(float(logs["step_time"]), 3))
+
+            def on_step_begin(self, *args: Any, **kwargs: Any) -> None:
+                log.step_began()
+
+            def on_step_end(self, *args: Any, **kwargs: Any) -> None:
+                log.step_ended()
+
+        return StepTimer()
+
+    def step_began(self) -> None:
+        """An optimizer step begins: start its clock."""
+        _cuda_sync(self.device)
+        self._started = time.perf_counter()
+
+    def step_ended(self) -> None:
+        """An optimizer step ended: add its time; append the RL step's record after its last one."""
+        _cuda_sync(self.device)
+        self._current["seconds"] += time.perf_counter() - self._started
+        self._current["optimizer_steps"] += 1
+        if self._current["optimizer_steps"] == self.mini_batches:
+            self._append()
+            self._reset()
+
+    def _append(self) -> None:
+        """Append the finished RL step's record to `path`."""
+        current = self._current
+        gen, tokens = current["gen_seconds"], current["generated_tokens"]
+        record = {
+            "step": len(read_jsonl(self.path)),
+            "seconds": round(current["seconds"], 3),
+            "gen_seconds": round(gen, 3),
+            "update_seconds": round(current["seconds"] - gen, 3),
+            "generated_tokens": tokens,
+            "gen_tokens_per_s": round(tokens / gen, 1) if gen > 0 else None,
+        }
+        with self.path.open("a") as handle:
+            handle.write(json.dumps(record) + "\n")
 
 
 PARTS: dict[str, Callable[[Path, Path, Settings, str], dict[str, Any]]] = {"local": run_local, "trl": run_trl}

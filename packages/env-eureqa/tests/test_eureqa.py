@@ -14,7 +14,7 @@ import vpo_core
 from env_eureqa import EureqaEnv, parse_entities, score_entities
 from env_eureqa._data import mixed_split
 from env_eureqa.cli import main as cli_main
-from vpo_core.testing import check_env
+from vpo_core.testing import check_env, empty_offline_hub
 
 DATA = Path(__file__).parent / "data"
 GOLD = ("Robert_Rodriguez", "From_Dusk_till_Dawn:_The_Series", "United_States", "Austin,_Texas", "Saturn_Award")
@@ -98,10 +98,7 @@ def test_any_text_scores_zero_or_one(text, m):
 
 
 def test_offline_without_data_names_both_ways(monkeypatch, tmp_path):
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
-    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf" / "datasets"))
+    empty_offline_hub(monkeypatch, tmp_path / "hf")
     with pytest.raises(FileNotFoundError, match=r"(?s)vincentleebang/EUREQA.*data_dir=<folder>"):
         EureqaEnv().tasks("test")
     with pytest.raises(FileNotFoundError, match="does not exist"):

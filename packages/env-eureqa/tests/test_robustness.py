@@ -7,34 +7,20 @@ from pathlib import Path
 
 import numpy as np
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from env_eureqa import EureqaEnv, parse_entities
+from vpo_core.testing import check_completion, hostile_completions
 
 DATA = Path(__file__).parent / "data"
 _ENV = EureqaEnv(data_dir=DATA)
 HUGE = "9" * 5000
 
-_PIECES = st.one_of(
-    st.text(max_size=30),
-    st.sampled_from(
-        [
-            *(f"<entity_{x}>" for x in "ABCDEa"),
-            *(f"</entity_{x}>" for x in "ABCDEe"),
-            "<response_1>",
-            "</response_1>",
-            "<response_2>",
-            "</Response_2>",
-            "Robert_Rodriguez",
-            HUGE,
-            "\x00",
-            "\ud800",
-            "<entity_A>" * 500,
-            "[" * 3000,
-        ]
-    ),
-)
-_HOSTILE = st.lists(_PIECES, max_size=25).map("".join)
+PIECES = [
+    *(f"<entity_{x}>" for x in "ABCDEa"),
+    *(f"</entity_{x}>" for x in "ABCDEe"),
+    *("<response_1>", "</response_1>", "<response_2>", "</Response_2>"),
+    *("Robert_Rodriguez", HUGE, "\x00", "\ud800", "<entity_A>" * 500, "[" * 3000),
+]
 
 
 def test_a_megabyte_of_unmatched_tags_parses_in_linear_time():
@@ -50,12 +36,9 @@ def test_a_megabyte_of_unmatched_tags_parses_in_linear_time():
 
 
 @settings(max_examples=300, deadline=None)
-@given(_HOSTILE, st.sampled_from(["single", "multi"]), st.integers(1, 4))
-def test_hostile_text_gives_m_candidates_with_rewards_in_bounds(text, mode, m):
-    m = 1 if mode == "single" else m
-    task = _ENV.tasks("test")[0]
-    candidates = _ENV.parse(task, text, mode=mode, m=m)
-    assert len(candidates) == m
-    rewards = _ENV.rewards(task, candidates)
+@given(hostile_completions(PIECES))
+def test_hostile_text_gives_m_candidates_with_rewards_in_bounds(completion):
+    text, mode, m = completion
+    rewards = check_completion(_ENV, _ENV.tasks("test")[0], text, mode=mode, m=m)
     assert rewards.shape == (m, 5)
     assert np.all((rewards == 0) | (rewards == 1))

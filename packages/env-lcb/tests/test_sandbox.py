@@ -13,6 +13,9 @@ import pytest
 from env_lcb.sandbox import Sandbox, SandboxError, compare_stdout
 from env_lcb.sandbox.host import compare_functional
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from worker_processes import descendants, leftovers
+
 pytestmark = pytest.mark.sandbox
 
 SECRET = "vpo-host-secret-71829"
@@ -24,44 +27,6 @@ def sandbox():
     box = Sandbox(workers=1)
     yield box
     box.close()
-
-
-def _descendants(pid: int) -> list[int]:
-    out, stack = [], [pid]
-    while stack:
-        current = stack.pop()
-        for task in Path(f"/proc/{current}/task").glob("*"):
-            try:
-                children = (task / "children").read_text().split()
-            except OSError:
-                continue
-            for child in children:
-                out.append(int(child))
-                stack.append(int(child))
-    return out
-
-
-def _seccomp_filters(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("Seccomp_filters:"):
-            return int(line.split()[1])
-    return 0
-
-
-def _leftovers(pid: int) -> list[int]:
-    """Descendants of a worker that ran a program: they hold the child filter on the zygote's (2 filters).
-
-    The broker (no filter), the zygote and the spare it keeps cloned ahead of the next command (its
-    filter only) are the worker itself; anything else ran, or was made by, untrusted code.
-    """
-    found = []
-    for child in _descendants(pid):
-        try:
-            if _seccomp_filters(child) >= 2:
-                found.append(child)
-        except OSError:
-            continue  # gone meanwhile
-    return found
 
 
 # ------------------------------------------------------------------------------ honest programs
@@ -239,8 +204,8 @@ def test_hostile_program_fails_and_leaves_the_host_intact(sandbox, name, tmp_pat
     assert sentinel.read_text() == "intact"
     assert Path(__file__).exists()
     for pid in sandbox.worker_pids():  # bwrap -> broker (pid 1) -> zygote and its spare; nothing else survives
-        assert len(_descendants(pid)) <= 3, f"{name} left processes behind"
-        assert not _leftovers(pid), f"{name} left processes behind"
+        assert len(descendants(pid)) <= 3, f"{name} left processes behind"
+        assert not leftovers(pid), f"{name} left processes behind"
     assert sandbox.grade("print(1)", [{"input": "", "output": "1"}]).verdicts == ["ok"]  # the worker still serves
 
 
@@ -338,7 +303,7 @@ def test_a_tampered_zygote_makes_the_worker_be_replaced():
     with Sandbox(workers=1) as box:
         tests = [{"input": "1", "output": "1"}]
         assert box.grade("print(input())", tests).verdicts == ["ok"]
-        broker, *others = _descendants(box.worker_pids()[0])  # bwrap -> broker (pid 1 inside) -> zygote, spare
+        broker, *others = descendants(box.worker_pids()[0])  # bwrap -> broker (pid 1 inside) -> zygote, spare
         group = os.getpgid(broker)  # the spare has a process group of its own
         zygotes = [pid for pid in others if os.getpgid(pid) == group]
         assert len(zygotes) == 1

@@ -25,47 +25,12 @@ from env_lcb import LcbEnv, Problem
 from env_lcb.sandbox import Sandbox
 from vpo_core import Task
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from worker_processes import descendants, leftovers
+
 pytestmark = pytest.mark.sandbox
 
 MARK = "PREV-ANSWER-271828"  # an output of a previous program, which later programs must never see
-
-
-def _descendants(pid: int) -> list[int]:
-    out, stack = [], [pid]
-    while stack:
-        current = stack.pop()
-        for task in Path(f"/proc/{current}/task").glob("*"):
-            try:
-                children = (task / "children").read_text().split()
-            except OSError:
-                continue
-            for child in children:
-                out.append(int(child))
-                stack.append(int(child))
-    return out
-
-
-def _seccomp_filters(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("Seccomp_filters:"):
-            return int(line.split()[1])
-    return 0
-
-
-def _leftovers(pid: int) -> list[int]:
-    """Descendants of a worker that ran a program: they hold the child filter on the zygote's (2 filters).
-
-    The broker (no filter), the zygote and the spare it keeps cloned ahead of the next command (its
-    filter only) are the worker itself; anything else ran, or was made by, untrusted code.
-    """
-    found = []
-    for child in _descendants(pid):
-        try:
-            if _seccomp_filters(child) >= 2:
-                found.append(child)
-        except OSError:
-            continue  # gone meanwhile
-    return found
 
 
 @pytest.fixture
@@ -101,8 +66,8 @@ def assert_worker_healthy(sandbox):
     assert grade(escape, [{"input": "", "output": "42"}]).verdicts == ["re"]
     time.sleep(0.05)
     for pid in sandbox.worker_pids():
-        assert len(_descendants(pid)) <= sandbox.baseline, "processes left behind"
-        assert not _leftovers(pid), "processes left behind"
+        assert len(descendants(pid)) <= sandbox.baseline, "processes left behind"
+        assert not leftovers(pid), "processes left behind"
 
 
 def attack(sandbox, code, tests, expected, **kw):
@@ -112,6 +77,12 @@ def attack(sandbox, code, tests, expected, **kw):
     assert time.monotonic() - start < 30
     assert_worker_healthy(sandbox)
     return result
+
+
+def refused(sandbox, snippet, **kw):
+    """`snippet`, run with ctypes' `libc` loaded, sets `ok` if it made its kernel object: it must not."""
+    code = f"import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n{snippet}\nprint('made' if ok else 'refused')"
+    return attack(sandbox, code, [{"input": "", "output": "refused"}], ["ok"], **kw)
 
 
 # ============================================================ class 1: reading the previous job
@@ -490,12 +461,7 @@ IPC = {
 
 @pytest.mark.parametrize("name", sorted(IPC))
 def test_class5_no_ipc_object_can_be_created(box, name):
-    code = (
-        "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
-        + IPC[name]
-        + "\nprint('made' if ok else 'refused')"
-    )
-    attack(box, code, [{"input": "", "output": "refused"}], ["ok"], memory_mb=64)
+    refused(box, IPC[name], memory_mb=64)
     probe = "print([l for l in open('/proc/sysvipc/shm').read().splitlines()[1:]] or 'none')"
     assert grade(probe, [{"input": "", "output": "none"}]).verdicts == ["ok"]
 
@@ -725,12 +691,7 @@ HOST_WIDE = {  # host-wide kernel quotas (per host uid or system-wide) and host-
 
 @pytest.mark.parametrize("name", sorted(HOST_WIDE))
 def test_issue22_host_wide_kernel_quotas_and_writeback_are_denied(box, name):
-    code = (
-        "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
-        + HOST_WIDE[name]
-        + "\nprint('made' if ok else 'refused')"
-    )
-    attack(box, code, [{"input": "", "output": "refused"}], ["ok"])
+    refused(box, HOST_WIDE[name])
 
 
 def test_issue22_huge_output_is_not_parsed_in_the_callers_thread(box):
@@ -763,12 +724,7 @@ SIGNAL_QUEUERS = {
 
 @pytest.mark.parametrize("name", sorted(SIGNAL_QUEUERS))
 def test_issue37_no_call_queues_signals_or_holds_posix_timers(box, name):
-    code = (
-        "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
-        + SIGNAL_QUEUERS[name]
-        + "\nprint('made' if ok else 'refused')"
-    )
-    attack(box, code, [{"input": "", "output": "refused"}], ["ok"])
+    refused(box, SIGNAL_QUEUERS[name])
 
 
 def _queued_signals_of_this_uid() -> int:

@@ -4,42 +4,19 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from env_maze import MazeEnv
 from env_maze._parse import extract_answer, parse_moves, split_routes
+from vpo_core.testing import check_completion, hostile_completions
 
 _ENV = MazeEnv(train_size=2, test_size=2)
 
-_PIECES = st.one_of(
-    st.text(max_size=30),
-    st.sampled_from(
-        [
-            "<answer>",
-            "</answer>",
-            "<ANSWER>",
-            "<route_1>",
-            "</route_1>",
-            "<route_2 >",
-            "</ROUTE_2>",
-            "<route_3>",
-            "---",
-            "UP",
-            " DOWN",
-            ", LEFT",
-            "->RIGHT",
-            "right ",
-            "9" * 5000,
-            "\x00",
-            "\ud800",
-            "ǅ",
-            "<route_1>" * 500,
-        ]
-    ),
-)
-_HOSTILE = st.lists(_PIECES, max_size=25).map("".join)
+PIECES = [
+    *("<answer>", "</answer>", "<ANSWER>", "<route_1>", "</route_1>", "<route_2 >", "</ROUTE_2>", "<route_3>"),
+    *("---", "UP", " DOWN", ", LEFT", "->RIGHT", "right "),
+    *("9" * 5000, "\x00", "\ud800", "ǅ", "<route_1>" * 500),
+]
 
 
 def test_a_megabyte_of_unmatched_tags_parses_in_linear_time():
@@ -64,14 +41,7 @@ def test_moves_survive_nul_bytes_and_surrogates():
 
 
 @settings(max_examples=300, deadline=None)
-@given(_HOSTILE, st.sampled_from(["single", "multi"]), st.integers(1, 4))
-def test_hostile_text_gives_m_candidates_with_rewards_in_bounds(text, mode, m):
-    m = 1 if mode == "single" else m
-    task = _ENV.tasks("train")[0]
-    candidates = _ENV.parse(task, text, mode=mode, m=m)
-    assert len(candidates) == m
-    rewards = _ENV.rewards(task, candidates)
-    assert rewards.shape == (m, 4)
-    assert np.all(np.isfinite(rewards))
-    assert np.all((rewards >= 0) & (rewards <= 1))
-    assert _ENV.training_rewards(task, candidates).shape == (m, 4)
+@given(hostile_completions(PIECES))
+def test_hostile_text_gives_m_candidates_with_rewards_in_bounds(completion):
+    text, mode, m = completion
+    assert check_completion(_ENV, _ENV.tasks("train")[0], text, mode=mode, m=m).shape == (m, 4)

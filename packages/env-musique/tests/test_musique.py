@@ -14,7 +14,7 @@ import vpo_core
 from env_musique import MusiqueEnv, answer_f1, parse_reply, score_reply
 from env_musique._data import stratified_test
 from env_musique.cli import main as cli_main
-from vpo_core.testing import check_env
+from vpo_core.testing import check_env, empty_offline_hub
 
 DATA = Path(__file__).parent / "data"
 _ENV = MusiqueEnv(data_dir=DATA, test_per_hop=2)
@@ -112,10 +112,7 @@ def test_any_text_scores_within_bounds(text, m):
 
 
 def test_offline_errors_name_both_ways(monkeypatch, tmp_path):
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
-    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf" / "datasets"))
+    empty_offline_hub(monkeypatch, tmp_path / "hf")
     with pytest.raises(FileNotFoundError, match=r"(?s)dgslibisey/MuSiQue.*data_dir=<folder>"):
         MusiqueEnv().tasks("test")
     (tmp_path / "musique_ans_v1.0_dev.jsonl").write_text((DATA / "musique_ans_v1.0_dev.jsonl").read_text())

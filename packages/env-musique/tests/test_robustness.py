@@ -7,9 +7,9 @@ from pathlib import Path
 
 import numpy as np
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from env_musique import MusiqueEnv, parse_reply, score_reply
+from vpo_core.testing import check_completion, hostile_completions
 
 DATA = Path(__file__).parent / "data"
 _ENV = MusiqueEnv(data_dir=DATA, test_per_hop=2)
@@ -17,33 +17,11 @@ SUPPORT3 = (7, 2, 15)
 GOLDS = ("Green Bay Packers",)
 HUGE = "9" * 5000
 
-_PIECES = st.one_of(
-    st.text(max_size=30),
-    st.sampled_from(
-        [
-            "<support>",
-            "</support>",
-            "<answer>",
-            "</answer>",
-            "<response_1>",
-            "</response_1>",
-            "<response_2 >",
-            "</RESPONSE_2>",
-            "<response_3>",
-            ",",
-            " 7",
-            "007",
-            HUGE,
-            "-" + HUGE,
-            "1e999999",
-            "\x00",
-            "\ud800",
-            "[" * 3000,
-            "<support>" * 500,
-        ]
-    ),
-)
-_HOSTILE = st.lists(_PIECES, max_size=25).map("".join)
+PIECES = [
+    *("<support>", "</support>", "<answer>", "</answer>"),
+    *("<response_1>", "</response_1>", "<response_2 >", "</RESPONSE_2>", "<response_3>"),
+    *(",", " 7", "007", HUGE, "-" + HUGE, "1e999999", "\x00", "\ud800", "[" * 3000, "<support>" * 500),
+]
 
 
 def test_a_5000_digit_citation_is_an_out_of_range_citation():
@@ -78,14 +56,7 @@ def test_a_megabyte_of_unmatched_tags_parses_in_linear_time():
 
 
 @settings(max_examples=300, deadline=None)
-@given(_HOSTILE, st.sampled_from(["single", "multi"]), st.integers(1, 4))
-def test_hostile_text_gives_m_candidates_with_rewards_in_bounds(text, mode, m):
-    m = 1 if mode == "single" else m
-    task = _ENV.tasks("test")[0]
-    candidates = _ENV.parse(task, text, mode=mode, m=m)
-    assert len(candidates) == m
-    rewards = _ENV.rewards(task, candidates)
-    assert rewards.shape == (m, 5)
-    assert np.all(np.isfinite(rewards))
-    assert np.all((rewards >= 0) & (rewards <= 1))
-    assert _ENV.training_rewards(task, candidates).shape == (m, 5)
+@given(hostile_completions(PIECES))
+def test_hostile_text_gives_m_candidates_with_rewards_in_bounds(completion):
+    text, mode, m = completion
+    assert check_completion(_ENV, _ENV.tasks("test")[0], text, mode=mode, m=m).shape == (m, 5)

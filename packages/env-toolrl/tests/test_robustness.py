@@ -9,53 +9,23 @@ from pathlib import Path
 import numpy as np
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from env_toolrl import ToolRLEnv, score_reply, value_match
 from env_toolrl._parse import ToolCall, parse_reply, parse_tool_calls
+from vpo_core.testing import check_completion, hostile_completions
 
 DATA = Path(__file__).parent / "data"
 _ENV = ToolRLEnv(data_dir=DATA)
 HUGE = "9" * 5000
 GOLD = (ToolCall(name="get_weather", parameters={"city": "Paris", "days": 3.0}),)
 
-_PIECES = st.one_of(
-    st.text(max_size=30),
-    st.sampled_from(
-        [
-            "<think>",
-            "</think>",
-            "<tool_call>",
-            "</tool_call>",
-            "<response>",
-            "</response>",
-            "<response_1>",
-            "</response_1>",
-            "<response_2>",
-            "</response_2>",
-            '{"name": "get_weather", "parameters": {"city": "Paris", "days": ',
-            '{"name": "x", "arguments": ',
-            "}",
-            "}}",
-            "[",
-            "]",
-            ",",
-            "\n",
-            HUGE,
-            "-" + HUGE,
-            "1e999999",
-            "NaN",
-            "Infinity",
-            '"\\ud800"',
-            "\x00",
-            "\ud800",
-            "[" * 3000,
-            "{" * 3000,
-            "<tool_call>" * 300,
-        ]
-    ),
-)
-_HOSTILE = st.lists(_PIECES, max_size=25).map("".join)
+PIECES = [
+    *("<think>", "</think>", "<tool_call>", "</tool_call>", "<response>", "</response>"),
+    *("<response_1>", "</response_1>", "<response_2>", "</response_2>"),
+    *('{"name": "get_weather", "parameters": {"city": "Paris", "days": ', '{"name": "x", "arguments": '),
+    *("}", "}}", "[", "]", ",", "\n", HUGE, "-" + HUGE, "1e999999", "NaN", "Infinity", '"\\ud800"', "\x00", "\ud800"),
+    *("[" * 3000, "{" * 3000, "<tool_call>" * 300),
+]
 
 
 @pytest.fixture(params=[(4300, 1000), (50_000, 50_000)], ids=["default-limits", "lcb-limits"])
@@ -118,14 +88,9 @@ def test_a_megabyte_of_unmatched_tags_parses_in_linear_time():
 
 
 @settings(max_examples=300, deadline=None)
-@given(_HOSTILE, st.sampled_from(["single", "multi"]), st.integers(1, 4))
-def test_hostile_text_gives_m_candidates_with_rewards_in_bounds(text, mode, m):
-    m = 1 if mode == "single" else m
+@given(hostile_completions(PIECES))
+def test_hostile_text_gives_m_candidates_with_rewards_in_bounds(completion):
+    text, mode, m = completion
     for task in (_ENV.tasks("test")[0], _ENV.tasks("test")[1]):
-        candidates = _ENV.parse(task, text, mode=mode, m=m)
-        assert len(candidates) == m
-        rewards = _ENV.rewards(task, candidates)
-        assert rewards.shape == (m, 4)
-        assert np.all(np.isfinite(rewards))
-        assert np.all((rewards >= 0) & (rewards <= 1))
+        assert check_completion(_ENV, task, text, mode=mode, m=m).shape == (m, 4)
     assert np.all(np.isfinite(score_reply(text, GOLD)))

@@ -14,10 +14,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
 
 from vpo_core import Candidate, RewardSpec, Task, TextEnv
 from vpo_core.multi_answer import extract_numbered, render_numbered
-from vpo_core.testing import EnvCheckError, adversarial_completions, check_env, markers
+from vpo_core.testing import (
+    EnvCheckError,
+    adversarial_completions,
+    check_completion,
+    check_env,
+    hostile_completions,
+    markers,
+)
 
 SPEC = RewardSpec.uniform(["hit"], ["Guessing the number"])
 
@@ -220,3 +228,25 @@ def test_testing_module_holds_no_domain_strings():
     source = (Path(__file__).parents[1] / "src" / "vpo_core" / "testing.py").read_text()
     for domain in ("route", "UP", "answer>", "response_", "python", "support", "entity", "tool_call"):
         assert domain not in source, f"vpo_core/testing.py names the domain string {domain!r}"
+
+
+def test_check_completion_gives_the_rewards_of_a_total_parser_and_names_a_crash():
+    env, nul = GuessEnv(), _NulAssert()
+    task = env.tasks("test")[1]
+    np.testing.assert_array_equal(
+        check_completion(env, task, "<guess_2>101</guess_2>", mode="multi", m=3), [[0], [1], [0]]
+    )
+    assert check_completion(nul, task, "<guess>101</guess>", mode="single", m=1).tolist() == [[1.0]]
+    with pytest.raises(
+        EnvCheckError, match=r"check_completion: parse raised ValueError: embedded null byte on task guess/test/1"
+    ):
+        check_completion(nul, task, "<guess>\x00</guess>", mode="single", m=1)
+
+
+@settings(max_examples=50, deadline=None)
+@given(hostile_completions(["<guess_1>", "</guess_1>", "9" * 5000]))
+def test_hostile_completions_join_the_pieces_with_one_answer_in_single_mode(completion):
+    text, mode, m = completion
+    assert isinstance(text, str)
+    assert (mode, m) == ("single", 1) or (mode == "multi" and 1 <= m <= 4)
+    check_completion(GuessEnv(), GuessEnv().tasks("train")[0], text, mode=mode, m=m)

@@ -15,6 +15,8 @@ from vpo_core.data import (
     check_type,
     hf_download_command,
     hub_commit,
+    hub_data_source,
+    load_checked_rows,
     load_hub_split,
     read_jsonl,
     read_parquet,
@@ -143,3 +145,50 @@ def test_a_data_error_is_a_user_error_the_commands_report_in_one_line():
     assert issubclass(DataError, DataFileError)
     assert issubclass(DataError, UserError)
     assert issubclass(DataError, ValueError)  # callers that caught ValueError still do
+
+
+def test_load_checked_rows_reads_a_local_file_and_checks_each_row(tmp_path):
+    def check(row):
+        return row.get("a", int, "an integer")
+
+    kwargs = {"hub_id": "o/d", "revision": "main", "expected": "{a: int}", "how_to_get": _how, "check": check}
+
+    jsonl, parquet = tmp_path / "train.jsonl", tmp_path / "train.parquet"
+    jsonl.write_text('{"a": 1}\n{"a": 2}\n')
+    pq.write_table(pa.table({"a": [3]}), parquet)
+    assert load_checked_rows("train", local=jsonl, **kwargs) == [1, 2]
+    assert load_checked_rows("train", local=parquet, **kwargs) == [3]
+    jsonl.write_text('{"a": 1}\n{"a": "2"}\n')
+    with pytest.raises(DataError, match=r"train.jsonl, row 1, field 'a': a str \('2'\); expected an integer"):
+        load_checked_rows("train", local=jsonl, **kwargs)
+    pq.write_table(pa.table({"a": pa.array([], pa.int64())}), parquet)
+    with pytest.raises(DataError, match=r"train.parquet has no rows; expected \{a: int\} rows\."):
+        load_checked_rows("train", local=parquet, **kwargs)
+    with pytest.raises(FileNotFoundError, match=r"no data \(.*missing.jsonl does not exist\); use `hf download"):
+        load_checked_rows("train", local=tmp_path / "missing.jsonl", **kwargs)
+
+
+def test_hub_data_source_records_the_files_read_or_the_cached_commit(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+    (tmp_path / "a.jsonl").write_text("{}\n")
+    local = hub_data_source(
+        "x-v1",
+        hub_id="o/d",
+        revision="main",
+        data_dir=str(tmp_path),
+        files=[tmp_path / "a.jsonl", tmp_path / "b.jsonl"],
+    )
+    assert (local["env_id"], local["commit"], [f["path"] for f in local["files"]]) == (
+        "x-v1",
+        None,
+        [str(tmp_path / "a.jsonl")],
+    )
+    hub = hub_data_source("x-v1", hub_id="o/d", revision="c" * 40, data_dir=None, files=[])
+    assert hub == {
+        "env_id": "x-v1",
+        "hub_id": "o/d",
+        "revision": "c" * 40,
+        "commit": "c" * 40,
+        "data_dir": None,
+        "files": [],
+    }

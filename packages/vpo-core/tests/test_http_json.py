@@ -32,6 +32,7 @@ from vpo_core.http_json import (
 )
 from vpo_core.models.openai import EndpointError, OpenAISampler
 from vpo_core.models.prefill import PrefillError, ServerPrefill
+from vpo_core.models.settings import SamplingSettings
 
 # only the helper's own folder goes on sys.path (this folder holds a `vllm/` folder that would shadow the real
 # vllm for TRL's availability check)
@@ -69,7 +70,7 @@ def _ok(h, seen):
 
 
 def _sample(sampler, max_new_tokens=1024):
-    return sampler.sample([MESSAGES], num_samples=1, max_new_tokens=max_new_tokens, temperature=0.7)
+    return sampler.sample([MESSAGES], num_samples=1, settings=SamplingSettings(0.7, 1.0, max_new_tokens))
 
 
 # ------------------------------------------------------------------------------------------------ redirects
@@ -304,7 +305,7 @@ def test_the_sampler_keeps_max_workers_requests_in_flight(serve):
 
     server = serve(_openai(gather))
     sampler = OpenAISampler(server.url, max_workers=workers)
-    texts = sampler.sample([MESSAGES] * (2 * workers), num_samples=1, max_new_tokens=8, temperature=0.7)
+    texts = sampler.sample([MESSAGES] * (2 * workers), num_samples=1, settings=SamplingSettings(0.7, 1.0, 8))
     assert texts == ["fine"] * (2 * workers)
     assert broken == []
 

@@ -284,6 +284,7 @@ def test_a_k_larger_than_the_pool_is_refused_when_asked_and_named_by_default(cap
 def test_evaluate_policy_refuses_a_k_beyond_its_pools_before_sampling():
     from vpo_core.errors import ConfigError
     from vpo_core.evaluation import evaluate_policy
+    from vpo_core.models.settings import SamplingSettings
 
     class Counting:
         calls = 0
@@ -296,7 +297,7 @@ def test_evaluate_policy_refuses_a_k_beyond_its_pools_before_sampling():
             return ["5"] * len(prompts) * kwargs["num_samples"]
 
     env = ToyEnv()
-    how = {"name": "x", "mode": "single", "m": 1, "samples": 4, "temperature": 1.0, "top_p": 1.0, "max_new_tokens": 4}
+    how = {"name": "x", "mode": "single", "m": 1, "samples": 4, "settings": SamplingSettings(1.0, 1.0, 4)}
     with pytest.raises(ConfigError, match=r"k = 10 is larger than the pools: 4 samples x 2 seed\(s\) give 8"):
         evaluate_policy(Counting(), env, env.tasks("test"), seeds=2, ks=(1, 10), **how)
     assert Counting.calls == 0

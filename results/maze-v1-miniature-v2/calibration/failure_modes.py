@@ -18,6 +18,7 @@ import numpy as np
 
 import vpo_core
 from vpo_core.models.policy import load_policy
+from vpo_core.models.settings import SamplingSettings
 
 
 def walk(maze, moves):
@@ -40,7 +41,8 @@ def main(argv):
     policy = load_policy(path)
     tasks = env.tasks("test")[:n_tasks]
     prompts = [policy.prompt_text(env.render_prompt(t, mode="multi", m=3)) for t in tasks]
-    texts = policy.sample(prompts, num_samples=chains, max_new_tokens=max_new, temperature=temperature, seed=0)
+    settings = SamplingSettings(temperature=temperature, top_p=1.0, max_new_tokens=max_new)
+    texts = policy.sample(prompts, num_samples=chains, settings=settings, seed=0)
     counts, distance, lengths = Counter(), [], []
     eos = policy.tokenizer.eos_token
     for i, text in enumerate(texts):

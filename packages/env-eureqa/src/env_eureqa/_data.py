@@ -10,6 +10,7 @@ the first half of the shuffled hard rows (428 + 681 = 1,109), test = the other h
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from collections.abc import Sequence
@@ -22,11 +23,9 @@ from vpo_core.data import (
     DataError,
     RowReader,
     check_type,
-    file_record,
     hf_download_command,
-    hub_commit,
-    load_hub_split,
-    read_parquet,
+    hub_data_source,
+    load_checked_rows,
     report_filtered,
 )
 
@@ -65,19 +64,9 @@ def load_source_split(
         FileNotFoundError: If the local file is missing, or the Hub cannot be reached without one.
         DataError: If the file is empty, truncated, not parquet, or a row has a missing or mistyped field.
     """
-    if data_dir is not None:
-        path = _file(data_dir, name)
-        if not path.is_file():
-            raise FileNotFoundError(_how_to_get(f"{path} does not exist", hub_id, revision))
-        raw, source = read_parquet(path, expected=ROW_FORMAT), str(path)
-    else:
-        raw = load_hub_split(
-            hub_id, split=name, revision=revision, how_to_get=lambda detail: _how_to_get(detail, hub_id, revision)
-        )
-        source = f"{hub_id}@{revision} ({name})"
-    if not raw:
-        raise DataError(f"{source} has no rows; expected {ROW_FORMAT} rows.")
-    return [_checked(RowReader(row, source, i, ROW_FORMAT)) for i, row in enumerate(raw)]
+    local = None if data_dir is None else _file(data_dir, name)
+    how_to_get = functools.partial(_how_to_get, hub_id=hub_id, revision=revision)
+    return load_checked_rows(name, local, hub_id, revision, expected=ROW_FORMAT, how_to_get=how_to_get, check=_checked)
 
 
 def _checked(row: RowReader) -> dict[str, Any]:
@@ -125,17 +114,8 @@ def build_splits(
 
 def data_source(data_dir: str | None, revision: str, hub_id: str = HUB_ID) -> dict[str, Any]:
     """Where the rows come from, for a run's config: Hub id, revision and resolved commit, local files."""
-    files = []
-    if data_dir is not None:
-        files = [file_record(p) for p in (_file(data_dir, n) for n in (NORMAL, HARD)) if p.is_file()]
-    return {
-        "env_id": "eureqa-v1",
-        "hub_id": hub_id,
-        "revision": revision,
-        "commit": None if data_dir is not None else hub_commit(hub_id, revision),
-        "data_dir": data_dir,
-        "files": files,
-    }
+    files = [] if data_dir is None else [_file(data_dir, name) for name in (NORMAL, HARD)]
+    return hub_data_source("eureqa-v1", hub_id=hub_id, revision=revision, data_dir=data_dir, files=files)
 
 
 def mixed_split(normal: Sequence[_Row], hard: Sequence[_Row], *, seed: int = 0) -> dict[str, list[_Row]]:

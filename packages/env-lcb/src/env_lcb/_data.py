@@ -26,7 +26,7 @@ import os
 import pickle
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -217,13 +217,13 @@ def _from_lite(index: int, row: RowReader, max_tests: int, dropped: dict[str, in
     public = _json_field(row, "public_test_cases", "a JSON list of {input, output, testtype}")
     private = _private_tests(row)
     tests = []
-    for field, items in (("public_test_cases", public), ("private_test_cases", private)):
+    for name, items in (("public_test_cases", public), ("private_test_cases", private)):
         if not isinstance(items, list):
-            raise row.fail(field, f"JSON of type {type(items).__name__}", "a list of {input, output, testtype}")
+            raise row.fail(name, f"JSON of type {type(items).__name__}", "a list of {input, output, testtype}")
         for j, test in enumerate(items):
             if not isinstance(test, dict) or "input" not in test or "output" not in test:
                 raise row.fail(
-                    f"{field}[{j}]", f"a {type(test).__name__} without input/output", "an object {input, output}"
+                    f"{name}[{j}]", f"a {type(test).__name__} without input/output", "an object {input, output}"
                 )
             tests.append(test)
     if not tests:
@@ -283,71 +283,69 @@ def _deepcoder_rows(
         yield from ((str(path), i, row) for i, row in enumerate(read_parquet(path, expected=DEEPCODER_FORMAT)))
 
 
-def _lite_problems(
+@dataclass
+class _Reading:
+    """The problems of a split as its rows are read: those kept, the rows read, what was left out.
+
+    Attributes:
+        max_tests: Tests kept per problem (the smallest).
+        problems: The problems kept, in reading order.
+        rows: Rows read (kept, skipped, or of the other split).
+        skipped: Rows skipped, by reason.
+        dropped: Tests dropped from kept or skipped rows, by reason.
+    """
+
+    max_tests: int
+    problems: list[Problem] = field(default_factory=list)
+    rows: int = 0
+    skipped: dict[str, int] = field(default_factory=lambda: {"without tests": 0})
+    dropped: dict[str, int] = field(default_factory=dict)
+
+    def keep(self, problem: Problem | None) -> None:
+        """Count one row of the split: its problem, or None for a row without tests (skipped)."""
+        self.rows += 1
+        if problem is None:
+            self.skipped["without tests"] += 1
+        else:
+            self.problems.append(problem)
+
+
+def _read_lite(
     split: str,
     data_dir: str | os.PathLike[str] | None,
-    max_tests: int,
     lite_test_from: str,
-    skipped: dict[str, int],
-    dropped: dict[str, int],
-    *,
+    reading: _Reading,
     hub_id: str,
     revision: str,
-) -> tuple[list[Problem], int, str]:
-    """The problems of an lcb_lite split (by ``contest_date``), the rows read, and what was read.
-
-    Counts the rows without tests in `skipped` and the tests dropped, by reason, in `dropped`.
-    """
+) -> str:
+    """Read the problems of an lcb_lite split (by ``contest_date``) into `reading`; returns what was read."""
     if data_dir is None:
         raise FileNotFoundError(_how_to_get("source='lcb_lite' needs data_dir", hub_id, revision))
     files = sorted(Path(data_dir).expanduser().glob("test*.jsonl"))
     if not files:
         raise FileNotFoundError(_how_to_get(f"no test*.jsonl in {data_dir}", hub_id, revision))
-    problems: list[Problem] = []
-    total = 0
     where = f"contest_date {'>=' if split == 'test' else '<'} {lite_test_from}"
     for path in files:
         for i, raw in enumerate(read_jsonl(path, expected=LITE_FORMAT)):
             row = RowReader(raw, str(path), i, LITE_FORMAT)
-            total += 1
             if (_contest_date(row) >= lite_test_from) != (split == "test"):
+                reading.rows += 1  # a row of the other split
                 continue
-            problem = _from_lite(len(problems), row, max_tests, dropped)
-            if problem is None:
-                skipped["without tests"] += 1
-            else:
-                problems.append(problem)
-    return problems, total, f"the lcb_lite {split} split ({where}) of {', '.join(map(str, files))}"
+            reading.keep(_from_lite(len(reading.problems), row, reading.max_tests, reading.dropped))
+    return f"the lcb_lite {split} split ({where}) of {', '.join(map(str, files))}"
 
 
-def _deepcoder_problems(
-    split: str,
-    data_dir: str | os.PathLike[str] | None,
-    max_tests: int,
-    skipped: dict[str, int],
-    dropped: dict[str, int],
-    *,
-    hub_id: str,
-    revision: str,
-) -> tuple[list[Problem], int, str]:
-    """The problems of a DeepCoder split (test: lcbv5, train: `TRAIN_CONFIGS`), the rows read and what was read.
-
-    Counts the rows without tests in `skipped` and the tests dropped, by reason, in `dropped`.
-    """
+def _read_deepcoder(
+    split: str, data_dir: str | os.PathLike[str] | None, reading: _Reading, hub_id: str, revision: str
+) -> str:
+    """Read the problems of a DeepCoder split (test: lcbv5, train: `TRAIN_CONFIGS`) into `reading`; returns what."""
     configs = [("lcbv5", "test")] if split == "test" else [(c, "train") for c in TRAIN_CONFIGS]
-    problems: list[Problem] = []
-    total = 0
     for config, hub_split in configs:
         rows = _deepcoder_rows(config, hub_split, data_dir, revision, hub_id)
         for index, (where_from, i, raw) in enumerate(rows):
-            total += 1
             row = RowReader(raw, where_from, i, DEEPCODER_FORMAT)
-            problem = _from_deepcoder(config, index, row, max_tests, dropped)
-            if problem is None:
-                skipped["without tests"] += 1
-            else:
-                problems.append(problem)
-    return problems, total, f"the DeepCoder {split} split ({', '.join(f'{c}/{s}' for c, s in configs)})"
+            reading.keep(_from_deepcoder(config, index, row, reading.max_tests, reading.dropped))
+    return f"the DeepCoder {split} split ({', '.join(f'{c}/{s}' for c, s in configs)})"
 
 
 def load_problems(
@@ -381,31 +379,26 @@ def load_problems(
     """
     if split not in ("train", "test"):
         raise ValueError(f"unknown LCB split {split!r}; choose train or test.")
-    skipped = {"without tests": 0}
-    dropped: dict[str, int] = {}  # tests dropped from kept or skipped rows, by reason
+    reading = _Reading(max_tests)
     if source == "lcb_lite":
-        problems, total, what = _lite_problems(
-            split, data_dir, max_tests, lite_test_from, skipped, dropped, hub_id=hub_id, revision=revision
-        )
+        what = _read_lite(split, data_dir, lite_test_from, reading, hub_id, revision)
     elif source == "deepcoder":
-        problems, total, what = _deepcoder_problems(
-            split, data_dir, max_tests, skipped, dropped, hub_id=hub_id, revision=revision
-        )
+        what = _read_deepcoder(split, data_dir, reading, hub_id, revision)
     else:
         raise ValueError(f"unknown source {source!r}; choose deepcoder or lcb_lite.")
-    if dropped:
-        reasons = ", ".join(f"{count} {reason}" for reason, count in dropped.items())
+    if reading.dropped:
+        reasons = ", ".join(f"{count} {reason}" for reason, count in reading.dropped.items())
         _log.warning("%s: dropped %s; a row left without tests is skipped.", what, reasons)
-    report_filtered(_log, what, total, skipped)
+    report_filtered(_log, what, reading.rows, reading.skipped)
     if filtered is not None:
-        filtered.update(skipped)
-        filtered.update(dropped)
-    if not problems:
+        filtered.update(reading.skipped)
+        filtered.update(reading.dropped)
+    if not reading.problems:
         raise DataError(
-            f"{what} has no problems: {total} rows read, {skipped['without tests']} without tests; "
+            f"{what} has no problems: {reading.rows} rows read, {reading.skipped['without tests']} without tests; "
             "every problem needs at least one test ({input, output})."
         )
-    return problems
+    return reading.problems
 
 
 def data_source(

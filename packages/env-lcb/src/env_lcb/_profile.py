@@ -8,35 +8,22 @@ has 1280 + 2048 for lcb; the paper's text wins.)
 
 from __future__ import annotations
 
-from vpo_core.profile import EnvProfile, Generation, VerlRecipe
+from vpo_core.profile import EnvProfile, Generation, VerlRecipe, cite
 
 __all__ = ["PROFILE"]
 
 _LCB = 'paper, appendix "LiveCodeBench (case study)"'
 
-RECIPE = VerlRecipe(
-    model="Qwen/Qwen2.5-Coder-7B-Instruct",
-    n_gpus=8,
-    train_batch=64,
-    mini_batch=32,
-    micro_batch=2,
-    prompt_length=4096,
-    response_single=4096,
-    response_multi=4096,
-    epochs=1,
-    methods=("grpo", "vpo"),
-    sources={
-        "model": _LCB,
-        "n_gpus": f"{_LCB}: FSDP across 8xH100 80GB",
-        "train_batch": f"{_LCB}: train batch 64",
-        "mini_batch": f"{_LCB}: mini-batch 32",
-        "micro_batch": 'paper, appendix "Training Setup", per-domain batch sizes (Qwen 7B/8B: micro-batch 2)',
-        "prompt_length": f"{_LCB}: max context 4096 + 4096",
-        "response_single": f"{_LCB}: max context 4096 + 4096",
-        "response_multi": f"{_LCB}: max context 4096 + 4096 (the same budget for the m = 3 chain)",
-        "epochs": f"{_LCB}: one epoch, about 379 steps; evaluated at global_step_378",
-        "methods": f"{_LCB}: a two-arm study, VPO and scalar GRPO",
-    },
+RECIPE = VerlRecipe.cited(
+    cite(_LCB, model="Qwen/Qwen2.5-Coder-7B-Instruct"),
+    cite(f"{_LCB}: FSDP across 8xH100 80GB", n_gpus=8),
+    cite(f"{_LCB}: train batch 64", train_batch=64),
+    cite(f"{_LCB}: mini-batch 32", mini_batch=32),
+    cite('paper, appendix "Training Setup", per-domain batch sizes (Qwen 7B/8B: micro-batch 2)', micro_batch=2),
+    cite(f"{_LCB}: max context 4096 + 4096", prompt_length=4096, response_single=4096),
+    cite(f"{_LCB}: max context 4096 + 4096 (the same budget for the m = 3 chain)", response_multi=4096),
+    cite(f"{_LCB}: one epoch, about 379 steps; evaluated at global_step_378", epochs=1),
+    cite(f"{_LCB}: a two-arm study, VPO and scalar GRPO", methods=("grpo", "vpo")),
 )
 
 PROFILE = EnvProfile.from_recipe(

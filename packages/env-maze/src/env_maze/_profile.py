@@ -6,37 +6,24 @@ public launcher (``train.sh`` and ``PAPER_REPRO.md`` §3.1 of github.com/ryanbol
 
 from __future__ import annotations
 
-from vpo_core.profile import CollinearityRow, EnvProfile, Generation, VerlRecipe
+from vpo_core.profile import CollinearityRow, EnvProfile, Generation, VerlRecipe, cite
 
 __all__ = ["PROFILE"]
 
 _TRAIN = 'paper, appendix "Training Setup"'
 _AUTHORS = "authors' train.sh (TASK=maze) and PAPER_REPRO.md §3.1, github.com/ryanboldi/vpo; the paper is silent"
 
-RECIPE = VerlRecipe(
-    model="Qwen/Qwen3-4B",
-    n_gpus=4,
-    train_batch=128,
-    mini_batch=64,
-    micro_batch=8,
-    prompt_length=512,
-    prompt_length_multi=768,
-    prompt_length_goal=768,
-    response_single=512,
-    response_multi=1024,
-    epochs=2,
-    methods=("grpo", "random_w", "goal_cond", "max_at_k", "maxrl", "multi_rlvr", "vpo"),
-    sources={
-        "model": 'paper, "Evaluation Tasks" (Maze): "We train Qwen3-4B"',
-        "n_gpus": 'paper, appendix "Compute Resources": one node of 4xH100 per run',
-        **dict.fromkeys(("train_batch", "mini_batch", "micro_batch"), f"{_TRAIN}, per-domain batch sizes (Qwen <= 4B)"),
-        **dict.fromkeys(
-            ("prompt_length", "prompt_length_multi", "prompt_length_goal", "response_single", "response_multi"),
-            _AUTHORS,
-        ),
-        "epochs": "authors' PAPER_REPRO.md §3.1 launch command (EPOCHS=2); the paper is silent",
-        "methods": 'paper, Table "Best@k on Maze" and Table "Goal-conditioned GRPO on Maze"',
-    },
+RECIPE = VerlRecipe.cited(
+    cite('paper, "Evaluation Tasks" (Maze): "We train Qwen3-4B"', model="Qwen/Qwen3-4B"),
+    cite('paper, appendix "Compute Resources": one node of 4xH100 per run', n_gpus=4),
+    cite(f"{_TRAIN}, per-domain batch sizes (Qwen <= 4B)", train_batch=128, mini_batch=64, micro_batch=8),
+    cite(_AUTHORS, prompt_length=512, prompt_length_multi=768, prompt_length_goal=768),
+    cite(_AUTHORS, response_single=512, response_multi=1024),
+    cite("authors' PAPER_REPRO.md §3.1 launch command (EPOCHS=2); the paper is silent", epochs=2),
+    cite(
+        'paper, Table "Best@k on Maze" and Table "Goal-conditioned GRPO on Maze"',
+        methods=("grpo", "random_w", "goal_cond", "max_at_k", "maxrl", "multi_rlvr", "vpo"),
+    ),
 )
 
 PROFILE = EnvProfile.from_recipe(
@@ -48,15 +35,7 @@ PROFILE = EnvProfile.from_recipe(
     eval_samples=30,  # best@30 (Table "Best@k on Maze")
     eval_seeds=1,
     chat_template_kwargs={"enable_thinking": False},  # Qwen3; authors' train.sh and evaluation
-    # its row of the paper's rho-vs-best@16 table (appendix "Reward Collinearity Predicts When VPO Helps")
-    collinearity=CollinearityRow(
-        position=1,
-        domain="Maze",
-        dims="4 reward feats (D=4)",
-        rho_vpo=0.39,
-        rho_grpo=0.37,
-        best_vpo=0.593,
-        best_grpo=0.432,
-        delta=0.161,
-    ),
+    # its row of the paper's rho-vs-best@16 table (appendix "Reward Collinearity Predicts When VPO Helps"), as
+    # printed: position, domain, reward dims, rho VPO, rho GRPO, best@16 VPO, best@16 GRPO, delta
+    collinearity=CollinearityRow(1, "Maze", "4 reward feats (D=4)", 0.39, 0.37, 0.593, 0.432, 0.161),
 )

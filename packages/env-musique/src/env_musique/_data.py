@@ -12,22 +12,14 @@ from the ``datasets`` cache.
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from vpo_core.data import (
-    DataError,
-    RowReader,
-    check_type,
-    file_record,
-    hf_download_command,
-    hub_commit,
-    load_hub_split,
-    read_jsonl,
-)
+from vpo_core.data import RowReader, check_type, hf_download_command, hub_data_source, load_checked_rows
 
 __all__ = ["DEFAULT_REVISION", "FILES", "HUB_ID", "data_source", "load_source_split", "stratified_test"]
 
@@ -60,19 +52,9 @@ def load_source_split(
         FileNotFoundError: If the local file is missing, or the Hub cannot be reached without one.
         DataError: If the file is empty, truncated or a row does not have the upstream format.
     """
-    if data_dir is not None:
-        path = Path(data_dir).expanduser() / FILES[name]
-        if not path.is_file():
-            raise FileNotFoundError(_how_to_get(f"{path} does not exist", hub_id, revision))
-        raw, source = read_jsonl(path, expected=ROW_FORMAT), str(path)
-    else:
-        raw = load_hub_split(
-            hub_id, split=name, revision=revision, how_to_get=lambda detail: _how_to_get(detail, hub_id, revision)
-        )
-        source = f"{hub_id}@{revision} ({name})"
-    if not raw:
-        raise DataError(f"{source} has no rows; expected {ROW_FORMAT}, one per line.")
-    return [_checked(RowReader(row, source, i, ROW_FORMAT)) for i, row in enumerate(raw)]
+    local = None if data_dir is None else Path(data_dir).expanduser() / FILES[name]
+    how_to_get = functools.partial(_how_to_get, hub_id=hub_id, revision=revision)
+    return load_checked_rows(name, local, hub_id, revision, expected=ROW_FORMAT, how_to_get=how_to_get, check=_checked)
 
 
 def _checked(row: RowReader) -> dict[str, Any]:
@@ -116,17 +98,8 @@ def _sub(row: RowReader, item: dict[str, Any], where: str, key: str, kind: type)
 
 def data_source(data_dir: str | None, revision: str, hub_id: str = HUB_ID) -> dict[str, Any]:
     """Where the rows come from, for a run's config: Hub id, revision and resolved commit, local files."""
-    files = []
-    if data_dir is not None:
-        files = [file_record(p) for p in (Path(data_dir).expanduser() / f for f in FILES.values()) if p.is_file()]
-    return {
-        "env_id": "musique-v1",
-        "hub_id": hub_id,
-        "revision": revision,
-        "commit": None if data_dir is not None else hub_commit(hub_id, revision),
-        "data_dir": data_dir,
-        "files": files,
-    }
+    files = [] if data_dir is None else [Path(data_dir).expanduser() / name for name in FILES.values()]
+    return hub_data_source("musique-v1", hub_id=hub_id, revision=revision, data_dir=data_dir, files=files)
 
 
 def stratified_test(rows: list[dict[str, Any]], *, per_hop: int = 100, seed: int = 42) -> list[dict[str, Any]]:

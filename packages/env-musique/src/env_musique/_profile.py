@@ -6,37 +6,24 @@ launcher (``train.sh`` and ``PAPER_REPRO.md`` §3.2 of github.com/ryanboldi/vpo)
 
 from __future__ import annotations
 
-from vpo_core.profile import CollinearityRow, EnvProfile, Generation, VerlRecipe
+from vpo_core.profile import CollinearityRow, EnvProfile, Generation, VerlRecipe, cite
 
 __all__ = ["PROFILE"]
 
 _TRAIN = 'paper, appendix "Training Setup"'
 _AUTHORS = "authors' train.sh (TASK=musique) and PAPER_REPRO.md §3.2, github.com/ryanboldi/vpo; the paper is silent"
 
-RECIPE = VerlRecipe(
-    model="Qwen/Qwen3-1.7B",
-    n_gpus=4,
-    train_batch=128,
-    mini_batch=64,
-    micro_batch=8,
-    prompt_length=4096,
-    prompt_length_multi=5120,
-    prompt_length_goal=5120,
-    response_single=512,
-    response_multi=1024,
-    epochs=1,
-    methods=("grpo", "random_w", "gdpo", "max_at_k", "maxrl", "multi_rlvr", "vpo"),
-    sources={
-        "model": 'paper, appendix "MuSiQue": "We train Qwen3-1.7B"',
-        "n_gpus": 'paper, appendix "Compute Resources": one node of 4xH100 per run',
-        **dict.fromkeys(("train_batch", "mini_batch", "micro_batch"), f"{_TRAIN}, per-domain batch sizes (Qwen <= 4B)"),
-        **dict.fromkeys(
-            ("prompt_length", "prompt_length_multi", "prompt_length_goal", "response_single", "response_multi"),
-            _AUTHORS,
-        ),
-        "epochs": 'paper, appendix "MuSiQue": "for one epoch across all methods"',
-        "methods": 'paper, Table "Best@k on MuSiQue" and the n = 24 ablation table (GRPO, GDPO, random w)',
-    },
+RECIPE = VerlRecipe.cited(
+    cite('paper, appendix "MuSiQue": "We train Qwen3-1.7B"', model="Qwen/Qwen3-1.7B"),
+    cite('paper, appendix "Compute Resources": one node of 4xH100 per run', n_gpus=4),
+    cite(f"{_TRAIN}, per-domain batch sizes (Qwen <= 4B)", train_batch=128, mini_batch=64, micro_batch=8),
+    cite(_AUTHORS, prompt_length=4096, prompt_length_multi=5120, prompt_length_goal=5120),
+    cite(_AUTHORS, response_single=512, response_multi=1024),
+    cite('paper, appendix "MuSiQue": "for one epoch across all methods"', epochs=1),
+    cite(
+        'paper, Table "Best@k on MuSiQue" and the n = 24 ablation table (GRPO, GDPO, random w)',
+        methods=("grpo", "random_w", "gdpo", "max_at_k", "maxrl", "multi_rlvr", "vpo"),
+    ),
 )
 
 PROFILE = EnvProfile.from_recipe(
@@ -49,15 +36,7 @@ PROFILE = EnvProfile.from_recipe(
     eval_seeds=1,
     chat_template_kwargs={"enable_thinking": False},  # Qwen3; authors' train.sh and evaluation
     report_dims=("answer_f1",),  # the F1@30 column of Table "Best@k on MuSiQue"
-    # its row of the paper's rho-vs-best@16 table (appendix "Reward Collinearity Predicts When VPO Helps")
-    collinearity=CollinearityRow(
-        position=2,
-        domain="MuSiQue",
-        dims="4 hop + 1 F1 (D=5)",
-        rho_vpo=0.12,
-        rho_grpo=0.11,
-        best_vpo=0.864,
-        best_grpo=0.841,
-        delta=0.023,
-    ),
+    # its row of the paper's rho-vs-best@16 table (appendix "Reward Collinearity Predicts When VPO Helps"), as
+    # printed: position, domain, reward dims, rho VPO, rho GRPO, best@16 VPO, best@16 GRPO, delta
+    collinearity=CollinearityRow(2, "MuSiQue", "4 hop + 1 F1 (D=5)", 0.12, 0.11, 0.864, 0.841, 0.023),
 )

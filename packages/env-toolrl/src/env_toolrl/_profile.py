@@ -6,37 +6,23 @@ public launcher (``train.sh`` and ``PAPER_REPRO.md`` §3.4 of github.com/ryanbol
 
 from __future__ import annotations
 
-from vpo_core.profile import CollinearityRow, EnvProfile, Generation, VerlRecipe
+from vpo_core.profile import CollinearityRow, EnvProfile, Generation, VerlRecipe, cite
 
 __all__ = ["PROFILE"]
 
 _TRAIN = 'paper, appendix "Training Setup"'
 _AUTHORS = "authors' train.sh (TASK=tool) and PAPER_REPRO.md §3.4, github.com/ryanboldi/vpo; the paper is silent"
 
-RECIPE = VerlRecipe(
-    model="Qwen/Qwen3-1.7B",
-    n_gpus=4,
-    train_batch=128,
-    mini_batch=64,
-    micro_batch=8,
-    prompt_length=4096,
-    prompt_length_multi=4352,
-    prompt_length_goal=4352,
-    response_single=1024,
-    response_multi=2048,
-    epochs=20,
-    methods=("grpo", "random_w", "max_at_k", "maxrl", "multi_rlvr", "vpo"),
-    sources={
-        "model": 'paper, appendix "ToolRL": "We train Qwen3-1.7B"',
-        "n_gpus": 'paper, appendix "Compute Resources": one node of 4xH100 per run',
-        **dict.fromkeys(("train_batch", "mini_batch", "micro_batch"), f"{_TRAIN}, per-domain batch sizes (Qwen <= 4B)"),
-        "prompt_length": f"{_AUTHORS} (ToolRL system prompts carry the tool schemas: long)",
-        "prompt_length_multi": f"{_AUTHORS} (4352 leaves room for the m-answer block)",
-        "prompt_length_goal": f"{_AUTHORS} (4352 leaves room for the weight suffix)",
-        **dict.fromkeys(("response_single", "response_multi"), _AUTHORS),
-        "epochs": "authors' PAPER_REPRO.md §3.4 (20 epochs, about 620 steps); the paper is silent",
-        "methods": 'paper, Table "Best@k on ToolRL"',
-    },
+RECIPE = VerlRecipe.cited(
+    cite('paper, appendix "ToolRL": "We train Qwen3-1.7B"', model="Qwen/Qwen3-1.7B"),
+    cite('paper, appendix "Compute Resources": one node of 4xH100 per run', n_gpus=4),
+    cite(f"{_TRAIN}, per-domain batch sizes (Qwen <= 4B)", train_batch=128, mini_batch=64, micro_batch=8),
+    cite(f"{_AUTHORS} (ToolRL system prompts carry the tool schemas: long)", prompt_length=4096),
+    cite(f"{_AUTHORS} (4352 leaves room for the m-answer block)", prompt_length_multi=4352),
+    cite(f"{_AUTHORS} (4352 leaves room for the weight suffix)", prompt_length_goal=4352),
+    cite(_AUTHORS, response_single=1024, response_multi=2048),
+    cite("authors' PAPER_REPRO.md §3.4 (20 epochs, about 620 steps); the paper is silent", epochs=20),
+    cite('paper, Table "Best@k on ToolRL"', methods=("grpo", "random_w", "max_at_k", "maxrl", "multi_rlvr", "vpo")),
 )
 
 PROFILE = EnvProfile.from_recipe(
@@ -48,15 +34,7 @@ PROFILE = EnvProfile.from_recipe(
     eval_samples=30,  # best@30 (Table "Best@k on ToolRL")
     eval_seeds=4,  # "averaged over 4 evaluation seeds" (appendix "ToolRL")
     chat_template_kwargs={"enable_thinking": False},  # Qwen3; authors' train.sh and evaluation
-    # its row of the paper's rho-vs-best@16 table (appendix "Reward Collinearity Predicts When VPO Helps")
-    collinearity=CollinearityRow(
-        position=4,
-        domain="ToolRL",
-        dims="4 sub-metrics (D=4)",
-        rho_vpo=0.86,
-        rho_grpo=0.62,
-        best_vpo=0.953,
-        best_grpo=0.924,
-        delta=0.028,
-    ),
+    # its row of the paper's rho-vs-best@16 table (appendix "Reward Collinearity Predicts When VPO Helps"), as
+    # printed: position, domain, reward dims, rho VPO, rho GRPO, best@16 VPO, best@16 GRPO, delta
+    collinearity=CollinearityRow(4, "ToolRL", "4 sub-metrics (D=4)", 0.86, 0.62, 0.953, 0.924, 0.028),
 )

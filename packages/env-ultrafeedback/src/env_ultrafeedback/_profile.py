@@ -10,7 +10,7 @@ this package's choices, marked as such.
 
 from __future__ import annotations
 
-from vpo_core.profile import CollinearityRow, EnvProfile, Generation, VerlRecipe
+from vpo_core.profile import CollinearityRow, EnvProfile, Generation, VerlRecipe, cite
 
 __all__ = ["PROFILE", "RECIPE"]
 
@@ -20,31 +20,17 @@ _CHOICE = (
     "sized for multi-paragraph chat replies (see README)"
 )
 
-RECIPE = VerlRecipe(
-    model="Qwen/Qwen3-4B",
-    n_gpus=4,
-    train_batch=128,
-    mini_batch=64,
-    micro_batch=8,
-    prompt_length=1024,
-    prompt_length_multi=1280,
-    prompt_length_goal=1280,
-    response_single=1024,
-    response_multi=2048,
-    epochs=2,
-    methods=("grpo", "gdpo", "goal_cond", "multi_rlvr", "vpo"),
-    sources={
-        "model": 'paper, Table "Best@k on UltraFeedback" (Qwen3-4B rows)',
-        "n_gpus": 'paper, appendix "Compute Resources": one node of 4xH100 per run',
-        **dict.fromkeys(("train_batch", "mini_batch", "micro_batch"), _STACK),
-        "prompt_length": _CHOICE,
-        "prompt_length_multi": _CHOICE + "; +256 tokens for the m-reply instruction",
-        "prompt_length_goal": _CHOICE + "; +256 tokens for the weight suffix",
-        "response_single": _CHOICE,
-        "response_multi": _CHOICE + "; twice the single budget, as the authors' EUREQA and ToolRL multi budgets",
-        "epochs": 'paper, appendix "Reward Collinearity ...": pools "UltraFeedback (epoch 2)"',
-        "methods": 'paper, Table "Best@k on UltraFeedback"',
-    },
+RECIPE = VerlRecipe.cited(
+    cite('paper, Table "Best@k on UltraFeedback" (Qwen3-4B rows)', model="Qwen/Qwen3-4B"),
+    cite('paper, appendix "Compute Resources": one node of 4xH100 per run', n_gpus=4),
+    cite(_STACK, train_batch=128, mini_batch=64, micro_batch=8),
+    cite(_CHOICE, prompt_length=1024),
+    cite(_CHOICE + "; +256 tokens for the m-reply instruction", prompt_length_multi=1280),
+    cite(_CHOICE + "; +256 tokens for the weight suffix", prompt_length_goal=1280),
+    cite(_CHOICE, response_single=1024),
+    cite(_CHOICE + "; twice the single budget, as the authors' EUREQA and ToolRL multi budgets", response_multi=2048),
+    cite('paper, appendix "Reward Collinearity ...": pools "UltraFeedback (epoch 2)"', epochs=2),
+    cite('paper, Table "Best@k on UltraFeedback"', methods=("grpo", "gdpo", "goal_cond", "multi_rlvr", "vpo")),
 )
 
 PROFILE = EnvProfile.from_recipe(
@@ -57,16 +43,10 @@ PROFILE = EnvProfile.from_recipe(
     eval_samples=50,  # pools of 200 prompts × 50 samples (appendix "Reward Collinearity ...")
     eval_seeds=1,
     chat_template_kwargs={"enable_thinking": False},  # Qwen3; authors' train.sh and evaluation
-    # its row of the paper's rho-vs-best@16 table (appendix "Reward Collinearity Predicts When VPO Helps")
+    # its row of the paper's rho-vs-best@16 table (appendix "Reward Collinearity Predicts When VPO Helps"), as
+    # printed: position, domain, reward dims, rho VPO, rho GRPO, best@16 VPO, best@16 GRPO, delta
+    # the paper: here "VPO roughly matches GRPO" (a tie, not a loss)
     collinearity=CollinearityRow(
-        position=5,
-        domain="UltraFeedback",
-        dims="5 ArmoRM dims (D=5)",
-        rho_vpo=0.95,
-        rho_grpo=0.82,
-        best_vpo=0.767,
-        best_grpo=0.772,
-        delta=-0.004,
-        outcome="tie",  # the paper: here "VPO roughly matches GRPO" (a tie, not a loss)
+        5, "UltraFeedback", "5 ArmoRM dims (D=5)", 0.95, 0.82, 0.767, 0.772, -0.004, outcome="tie"
     ),
 )

@@ -28,7 +28,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from vpo_core.errors import DataFileError
 
@@ -39,8 +39,10 @@ __all__ = [
     "file_record",
     "hf_download_command",
     "hub_commit",
+    "hub_data_source",
     "hub_offline",
     "hub_unreachable_reason",
+    "load_checked_rows",
     "load_hub_split",
     "read_jsonl",
     "read_parquet",
@@ -50,6 +52,7 @@ __all__ = [
 _log = logging.getLogger(__name__)
 _SHA = re.compile(r"[0-9a-f]{40}")
 _TRUE = {"1", "true", "yes", "on"}
+_Checked = TypeVar("_Checked")
 
 
 class DataError(DataFileError):
@@ -323,6 +326,78 @@ def load_hub_split(
         raise FileNotFoundError(how_to_get(f"loading {what} failed{mode}: {type(exc).__name__}: {exc}")) from exc
     _log.info("loaded %s (%d rows)", what, len(dataset))
     return list(dataset)
+
+
+def load_checked_rows(
+    split: str,
+    local: Path | None,
+    hub_id: str,
+    revision: str,
+    *,
+    expected: str,
+    how_to_get: Callable[[str], str],
+    check: Callable[[RowReader], _Checked],
+) -> list[_Checked]:
+    """The rows of one upstream split in file (or Hub) order, each checked against the upstream format.
+
+    Reads `local` (a ``.jsonl`` or ``.parquet`` file, from disk now) when given, else the Hub split
+    (`load_hub_split`); each row goes through `check` as a `RowReader` named after its source.
+
+    Args:
+        split: The upstream split (the Hub's split name).
+        local: The split's local file, or None to load it from the Hub.
+        hub_id: Dataset id on the Hub.
+        revision: Branch, tag or commit on the Hub.
+        expected: One-line description of the upstream row format (for every error).
+        how_to_get: Builds the error message from a one-line reason (download command, local folder).
+        check: Turns a row into what the env keeps; raises `DataError` (`RowReader.fail`) on a defect.
+
+    Returns:
+        ``[check(row) for row in split]``.
+
+    Raises:
+        FileNotFoundError: If `local` is missing, or the Hub cannot be reached without a cached copy.
+        DataError: If the file is empty, truncated or unreadable, or a row does not have the format.
+    """
+    if local is not None:
+        if not local.is_file():
+            raise FileNotFoundError(how_to_get(f"{local} does not exist"))
+        jsonl = local.suffix == ".jsonl"
+        raw, source = (read_jsonl if jsonl else read_parquet)(local, expected=expected), str(local)
+        empty = f"{expected}, one per line" if jsonl else f"{expected} rows"
+    else:
+        raw = load_hub_split(hub_id, split=split, revision=revision, how_to_get=how_to_get)
+        source, empty = f"{hub_id}@{revision} ({split})", f"{expected} rows"
+    if not raw:
+        raise DataError(f"{source} has no rows; expected {empty}.")
+    return [check(RowReader(row, source, i, expected)) for i, row in enumerate(raw)]
+
+
+def hub_data_source(
+    env_id: str, *, hub_id: str, revision: str, data_dir: str | None, files: Sequence[Path]
+) -> dict[str, Any]:
+    """Where a Hub dataset env's rows come from, for a run's config.
+
+    Args:
+        env_id: The env's registered id.
+        hub_id: Dataset id on the Hub.
+        revision: Branch, tag or commit on the Hub.
+        data_dir: The local folder read instead of the Hub, or None.
+        files: The local files the env reads from `data_dir` (those that exist are recorded).
+
+    Returns:
+        ``{env_id, hub_id, revision, commit, data_dir, files}``: `commit` is the one the local cache
+        resolved `revision` to (`hub_commit`; None when `data_dir` is read), `files` the `file_record`
+        of each existing file.
+    """
+    return {
+        "env_id": env_id,
+        "hub_id": hub_id,
+        "revision": revision,
+        "commit": None if data_dir is not None else hub_commit(hub_id, revision),
+        "data_dir": data_dir,
+        "files": [file_record(path) for path in files if path.is_file()],
+    }
 
 
 @contextlib.contextmanager

@@ -449,96 +449,196 @@ def request_json(
         AnswerError: The answer is not HTTP, not UTF-8 JSON, or nested deeper than `max_depth`.
     """
     target = _Target.parse(url)
-    if isinstance(timeout_s, bool) or not isinstance(timeout_s, int | float) or not 0 < timeout_s < math.inf:
-        raise ConfigError(f"a request timeout must be a positive number of seconds, got {timeout_s!r}.")
+    _check_timeout(timeout_s)
     body = None if payload is None else json.dumps(payload).encode()
     sent = {"Accept": "application/json", **(headers or {})}
     if body is not None:
         sent["Content-Type"] = "application/json"
     connection, path = _connection(target, timeout_s)
-    watchdog = _Watchdog(connection, timeout_s)
-    step = "connecting"
-    response: http.client.HTTPResponse | None = None
+    exchange = _Exchange(url, connection, timeout_s)
+    try:
+        exchange.connect()
+        data = exchange.answer_body(path, body, sent, max_bytes=max_bytes, max_error_bytes=max_error_bytes)
+    finally:
+        exchange.close()
+    return parse_json(data, url=url, max_depth=max_depth)
 
-    def deadline() -> DeadlineError:
+
+def _check_timeout(timeout_s: Any) -> None:
+    """Refuse a request deadline that is not a positive, finite number of seconds.
+
+    Raises:
+        ConfigError: `timeout_s` is a bool, not a number, or not in (0, inf).
+    """
+    if isinstance(timeout_s, bool) or not isinstance(timeout_s, int | float) or not 0 < timeout_s < math.inf:
+        raise ConfigError(f"a request timeout must be a positive number of seconds, got {timeout_s!r}.")
+
+
+class _Exchange:
+    """One request on one connection under one deadline (a `_Watchdog`), and the errors it can end in.
+
+    Attributes:
+        url: The URL asked (for the messages).
+        connection: The connection (to the target, or to the proxy).
+        timeout_s: The deadline of the whole request, in seconds.
+        watchdog: The deadline's watchdog, started when the exchange is made.
+        step: What the request is doing now (named in `DeadlineError` and `NoAnswerError`).
+        response: The answer once its status line and headers came, else None.
+    """
+
+    def __init__(self, url: str, connection: http.client.HTTPConnection, timeout_s: float) -> None:
+        self.url = url
+        self.connection = connection
+        self.timeout_s = timeout_s
+        self.watchdog = _Watchdog(connection, timeout_s)
+        self.step = "connecting"
+        self.response: http.client.HTTPResponse | None = None
+
+    def deadline(self) -> DeadlineError:
+        """The error of a deadline that passed during `step`."""
         return DeadlineError(
-            f"{url} did not answer within {timeout_s:g} s (the deadline of the whole request passed while "
-            f"{step}); raise the timeout if the server is only slow.",
-            url=url,
-            timeout_s=timeout_s,
-            step=step,
+            f"{self.url} did not answer within {self.timeout_s:g} s (the deadline of the whole request passed "
+            f"while {self.step}); raise the timeout if the server is only slow.",
+            url=self.url,
+            timeout_s=self.timeout_s,
+            step=self.step,
         )
 
-    try:
+    def connect(self) -> None:
+        """Connect, then let the watchdog hold the socket.
+
+        Raises:
+            DeadlineError: The deadline passed while connecting.
+            UnreachableError: The connection failed otherwise.
+        """
         try:
-            connection.connect()
+            self.connection.connect()
         except OSError as exc:
-            if watchdog.expired or isinstance(exc, TimeoutError):
-                raise deadline() from None
-            raise UnreachableError(f"cannot reach {url} ({for_terminal(str(exc), 120)})", url=url) from None
-        watchdog.watch()
+            if self.watchdog.expired or isinstance(exc, TimeoutError):
+                raise self.deadline() from None
+            raise UnreachableError(f"cannot reach {self.url} ({for_terminal(str(exc), 120)})", url=self.url) from None
+        self.watchdog.watch()
+
+    def answer_body(
+        self, path: str, body: bytes | None, headers: Mapping[str, str], *, max_bytes: int, max_error_bytes: int
+    ) -> bytes:
+        """Send the request (a GET without `body`, else a POST) and read a 2xx answer's body.
+
+        Args:
+            path: The request path (an absolute URL through a plain proxy).
+            body: The JSON body of a POST, or None.
+            headers: The headers sent.
+            max_bytes: The largest answer body taken.
+            max_error_bytes: Bytes read of an error answer's body.
+
+        Returns:
+            The body, at most `max_bytes` bytes.
+
+        Raises:
+            DeadlineError, NoAnswerError, RedirectError, StatusError, TooLargeError, AnswerError: As
+                `request_json` says.
+        """
         try:
-            step = "sending the request"
-            connection.request("GET" if body is None else "POST", path, body=body, headers=sent)
-            step = "waiting for the answer's status and headers"
-            response = connection.getresponse()
-            step = "reading the answer"
-            if 300 <= response.status < 400:
-                location = for_terminal(response.getheader("Location") or "", 200)
-                raise RedirectError(
-                    f"{url} answered HTTP {response.status}, a redirect to {location or '(no Location)'}; no "
-                    "redirect is followed (the API key must not go to another address, nor a POST turn into a "
-                    "GET): point the URL at the final address.",
-                    url=url,
-                    status=response.status,
-                    location=location,
-                )
+            self.step = "sending the request"
+            self.connection.request("GET" if body is None else "POST", path, body=body, headers=headers)
+            self.step = "waiting for the answer's status and headers"
+            response = self.response = self.connection.getresponse()
+            self.step = "reading the answer"
+            _refuse_redirect(self.url, response)
             if not 200 <= response.status < 300:
-                data, _ = _read_capped(response, max_error_bytes)
-                if watchdog.expired:
-                    raise deadline()
-                text = for_terminal(data.decode("utf-8", errors="replace").strip())
-                raise StatusError(
-                    f"{url} answered HTTP {response.status}: {text or for_terminal(response.reason)}",
-                    url=url,
-                    status=response.status,
-                    body=text,
-                )
-            declared = response.length
-            if declared is not None and declared > max_bytes:
-                raise TooLargeError(
-                    f"{url} announced an answer of {declared} bytes, more than the {max_bytes} that what was asked "
-                    "can need; the server is not answering the request as sent.",
-                    url=url,
-                    limit=max_bytes,
-                    received=0,
-                )
-            data, more = _read_capped(response, max_bytes)
-            if more:
-                raise TooLargeError(
-                    f"{url} answered more than {max_bytes} bytes, more than what was asked can need; stopped "
-                    "reading (the server is not answering the request as sent).",
-                    url=url,
-                    limit=max_bytes,
-                    received=max_bytes + 1,
-                )
+                raise self._status_error(response, max_error_bytes)
+            data = _read_body(self.url, response, max_bytes)
         except (OSError, http.client.HTTPException) as exc:
-            if watchdog.expired or isinstance(exc, TimeoutError):
-                raise deadline() from None
-            if isinstance(exc, OSError | http.client.RemoteDisconnected | http.client.IncompleteRead):
-                raise NoAnswerError(
-                    f"{url} broke the connection while {step} ({for_terminal(str(exc) or type(exc).__name__, 120)}).",
-                    url=url,
-                ) from None
-            raise AnswerError(
-                f"{url} did not answer HTTP ({type(exc).__name__}: {for_terminal(str(exc), 120)}); check the URL.",
-                url=url,
-            ) from None
-        if watchdog.expired:  # the watchdog's shutdown reads as the end of a body without a length
-            raise deadline()
-    finally:
-        watchdog.cancel()
-        if response is not None:  # it owns the socket once the connection is to close: unread data must not wait
-            response.close()
-        connection.close()
-    return parse_json(data, url=url, max_depth=max_depth)
+            raise self._broken(exc) from None
+        if self.watchdog.expired:  # the watchdog's shutdown reads as the end of a body without a length
+            raise self.deadline()
+        return data
+
+    def _status_error(self, response: http.client.HTTPResponse, max_error_bytes: int) -> RequestError:
+        """The error of a status that is neither 2xx nor 3xx, quoting the start of its body.
+
+        Returns:
+            A `StatusError`, or a `DeadlineError` when the deadline passed while reading the error body.
+        """
+        data, _ = _read_capped(response, max_error_bytes)
+        if self.watchdog.expired:
+            return self.deadline()
+        text = for_terminal(data.decode("utf-8", errors="replace").strip())
+        return StatusError(
+            f"{self.url} answered HTTP {response.status}: {text or for_terminal(response.reason)}",
+            url=self.url,
+            status=response.status,
+            body=text,
+        )
+
+    def _broken(self, exc: OSError | http.client.HTTPException) -> RequestError:
+        """The error of a connection or protocol failure `exc` during `step`.
+
+        Returns:
+            A `DeadlineError` (the deadline passed), `NoAnswerError` (the connection broke) or `AnswerError`
+            (the answer is not HTTP).
+        """
+        if self.watchdog.expired or isinstance(exc, TimeoutError):
+            return self.deadline()
+        if isinstance(exc, OSError | http.client.RemoteDisconnected | http.client.IncompleteRead):
+            return NoAnswerError(
+                f"{self.url} broke the connection while {self.step} "
+                f"({for_terminal(str(exc) or type(exc).__name__, 120)}).",
+                url=self.url,
+            )
+        return AnswerError(
+            f"{self.url} did not answer HTTP ({type(exc).__name__}: {for_terminal(str(exc), 120)}); check the URL.",
+            url=self.url,
+        )
+
+    def close(self) -> None:
+        """Stop the watchdog and close the answer and the connection."""
+        self.watchdog.cancel()
+        if self.response is not None:  # it owns the socket once the connection is to close: unread data must not wait
+            self.response.close()
+        self.connection.close()
+
+
+def _refuse_redirect(url: str, response: http.client.HTTPResponse) -> None:
+    """Refuse a 3xx answer, naming its ``Location`` (no redirect is followed).
+
+    Raises:
+        RedirectError: The status is 3xx.
+    """
+    if 300 <= response.status < 400:
+        location = for_terminal(response.getheader("Location") or "", 200)
+        raise RedirectError(
+            f"{url} answered HTTP {response.status}, a redirect to {location or '(no Location)'}; no "
+            "redirect is followed (the API key must not go to another address, nor a POST turn into a "
+            "GET): point the URL at the final address.",
+            url=url,
+            status=response.status,
+            location=location,
+        )
+
+
+def _read_body(url: str, response: http.client.HTTPResponse, max_bytes: int) -> bytes:
+    """A 2xx answer's body, refused unread when its ``Content-Length`` exceeds `max_bytes`.
+
+    Raises:
+        TooLargeError: The body is announced or read larger than `max_bytes`.
+    """
+    declared = response.length
+    if declared is not None and declared > max_bytes:
+        raise TooLargeError(
+            f"{url} announced an answer of {declared} bytes, more than the {max_bytes} that what was asked "
+            "can need; the server is not answering the request as sent.",
+            url=url,
+            limit=max_bytes,
+            received=0,
+        )
+    data, more = _read_capped(response, max_bytes)
+    if more:
+        raise TooLargeError(
+            f"{url} answered more than {max_bytes} bytes, more than what was asked can need; stopped "
+            "reading (the server is not answering the request as sent).",
+            url=url,
+            limit=max_bytes,
+            received=max_bytes + 1,
+        )
+    return data

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import KW_ONLY, dataclass, field, fields
 from types import MappingProxyType
 from typing import Any, Literal
 
 from vpo_core.types import Mode
 
-__all__ = ["OUTCOMES", "PAPER_M", "CollinearityRow", "EnvProfile", "Generation", "VerlRecipe"]
+__all__ = ["OUTCOMES", "PAPER_M", "Citation", "CollinearityRow", "EnvProfile", "Generation", "VerlRecipe", "cite"]
 
 Outcome = Literal["win", "tie", "loss"]
 OUTCOMES: tuple[Outcome, ...] = ("win", "tie", "loss")
@@ -67,6 +67,33 @@ class Generation:
         if mode == "single":
             return self.max_new_tokens_single
         return math.ceil(self.max_new_tokens_multi * m / PAPER_M)
+
+
+@dataclass(frozen=True)
+class Citation:
+    """Values of some `VerlRecipe` fields and the one source they all come from (see `cite`).
+
+    Attributes:
+        source: Where the values come from (paper section or authors' script).
+        values: Field name -> value.
+    """
+
+    source: str
+    values: Mapping[str, Any]
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.source, str) or not self.source:
+            raise ValueError(f"a citation needs a non-empty source, got {self.source!r}.")
+        if not self.values:
+            raise ValueError(
+                f"the citation {self.source!r} names no values; pass them as keywords: cite(source, key=value)."
+            )
+        object.__setattr__(self, "values", _frozen(self.values))
+
+
+def cite(source: str, /, **values: Any) -> Citation:
+    """Recipe values that come from one source: ``cite('paper, appendix "X"', train_batch=64, mini_batch=32)``."""
+    return Citation(source, values)
 
 
 @dataclass(frozen=True)
@@ -143,6 +170,34 @@ class VerlRecipe:
         if unknown:
             raise ValueError(f"sources name unknown fields {sorted(unknown)}; use VerlRecipe field names.")
 
+    @classmethod
+    def cited(cls, *citations: Citation, **uncited: Any) -> VerlRecipe:
+        """A recipe whose values are given with their sources, each value beside the source it comes from.
+
+        ``VerlRecipe.cited(cite(s1, model=...), cite(s2, train_batch=..., mini_batch=...))`` equals
+        ``VerlRecipe(model=..., train_batch=..., mini_batch=..., sources={"model": s1, "train_batch": s2,
+        "mini_batch": s2})``.
+
+        Args:
+            *citations: The cited values (see `cite`); each field at most once.
+            **uncited: Fields given without a source (e.g. ``extra_overrides``); not ``sources``.
+
+        Raises:
+            ValueError: If a field is given twice, or `uncited` names ``sources``.
+            TypeError: If a field name is not a `VerlRecipe` field.
+        """
+        if "sources" in uncited:
+            raise ValueError("VerlRecipe.cited builds sources from the citations; cite each value instead.")
+        values: dict[str, Any] = dict(uncited)
+        sources: dict[str, str] = {}
+        for citation in citations:
+            twice = sorted(set(citation.values) & set(values))
+            if twice:
+                raise ValueError(f"recipe fields {twice} are given twice; give each once, with its one source.")
+            values.update(citation.values)
+            sources.update(dict.fromkeys(citation.values, citation.source))
+        return cls(**values, sources=sources)
+
     def prompt_length_for(self, mode: Mode, *, goal_prompt: bool = False) -> int:
         """``data.max_prompt_length`` of a method with prompt `mode` (and the goal suffix if `goal_prompt`)."""
         if goal_prompt:
@@ -192,6 +247,7 @@ class CollinearityRow:
     best_vpo: float
     best_grpo: float
     delta: float
+    _: KW_ONLY  # the printed columns above may be given in order; these two only by name
     source: str = 'paper, appendix "Reward Collinearity Predicts When VPO Helps" (table of ρ̄ and best@16)'
     outcome: Outcome | None = None
 

@@ -24,12 +24,14 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import math
+import os
 import pickle
 import re
 import string
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -37,12 +39,15 @@ import numpy as np
 from vpo_core.env import TextEnv
 from vpo_core.registry import list_envs, resolve_env_class
 from vpo_core.spec import RewardSpec
-from vpo_core.types import Task
+from vpo_core.types import Mode, Task
 
 __all__ = [
     "EnvCheckError",
     "adversarial_completions",
+    "check_completion",
     "check_env",
+    "empty_offline_hub",
+    "hostile_completions",
     "interpreter_default_limits",
     "linear_scan_seconds",
     "markers",
@@ -224,6 +229,54 @@ def _check_parse(env: TextEnv[Any, Any], task: Task[Any], text: str, mode: str, 
     if training.shape != rewards.shape:
         _fail(f"{where}: training_rewards shape {training.shape} differs from rewards shape {rewards.shape}.")
     return rewards
+
+
+def check_completion(env: TextEnv[Any, Any], task: Task[Any], text: str, *, mode: Mode, m: int) -> np.ndarray:
+    """Parse and score one completion with the conformance suite's checks; the rewards if they pass.
+
+    `text` must parse into exactly `m` candidates whose rewards have shape ``(m, dim)``, dtype float64,
+    are finite, inside the spec's bounds and the same on a second parse, with `training_rewards` of
+    the same shape. For an env's own property tests, e.g. over `hostile_completions`.
+
+    Returns:
+        The rewards, shape ``(m, dim)``.
+
+    Raises:
+        EnvCheckError: Naming the check that failed, the task and the input.
+    """
+    return _check_parse(env, task, text, mode, m, "check_completion")
+
+
+def hostile_completions(pieces: Sequence[str], *, max_pieces: int = 25) -> Any:
+    """A hypothesis strategy (``SearchStrategy[tuple[str, Mode, int]]``) of ``(text, mode, m)`` for property tests of a parser (see `check_completion`).
+
+    `text` joins up to `max_pieces` pieces, each one of `pieces` (an env's tags, separators, huge numbers,
+    NUL bytes, ...) or up to 30 characters of random text; `mode` is single (m = 1) or multi (m in 1..4).
+
+    Raises:
+        ImportError: If hypothesis is not installed (it is a test dependency, not one of vpo-core's).
+    """
+    from hypothesis import strategies as st
+
+    text = st.lists(st.one_of(st.text(max_size=30), st.sampled_from(list(pieces))), max_size=max_pieces).map("".join)
+    modes = st.sampled_from(["single", "multi"])
+    return st.tuples(text, modes, st.integers(1, 4)).map(lambda c: (c[0], c[1], 1 if c[1] == "single" else c[2]))
+
+
+def empty_offline_hub(monkeypatch: Any, home: str | os.PathLike[str]) -> None:
+    """Point the Hugging Face libraries at an empty cache under `home`, offline, for the rest of a test.
+
+    What a user without network and without a downloaded copy sees: a Hub dataset env must then fail
+    with a message naming both ways to get its data (download, or a local folder).
+
+    Args:
+        monkeypatch: pytest's ``monkeypatch`` fixture (it restores the environment after the test).
+        home: An empty folder to use as ``HF_HOME``.
+    """
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(home))
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(Path(home) / "datasets"))
 
 
 def _cpu_seconds(fn: Callable[[], object], repeats: int = 1) -> float:

@@ -22,20 +22,6 @@ from vpo_core.adapters.local.train import preflight, run
 from vpo_core.cli_config import ConfigError
 
 TRAIN_APP = Path(__file__).resolve().parents[4] / "apps" / "train.py"
-TINY = [
-    "hidden_size=32",
-    "layers=1",
-    "heads=2",
-    "vocab_size=400",
-    "warmup_steps=2",
-    "warmup_batch=4",
-    "prompts_per_step=2",
-    "group_size=2",
-    "eval_tasks=0",
-    "threads=1",
-    "env.train_size=20",
-    "env.test_size=4",
-]
 _PROBE = """
 import runpy, sys
 sys.argv = ["apps/train.py", *sys.argv[1:]]
@@ -109,14 +95,14 @@ def test_text_env_options_given_numbers_become_text():
     assert config.env_options == {"data_dir": "2024"}
 
 
-def test_a_missing_tracker_is_refused_before_the_run_directory(tmp_path, monkeypatch, capsys):
+def test_a_missing_tracker_is_refused_before_the_run_directory(tmp_path, monkeypatch, capsys, tiny_run):
     monkeypatch.setitem(sys.modules, "wandb", None)
-    assert train_main([*TINY, "logger=console,wandb", f"out={tmp_path / 'run'}"]) == 2
+    assert train_main([*tiny_run, "logger=console,wandb", f"out={tmp_path / 'run'}"]) == 2
     assert "logger=wandb needs the wandb package" in capsys.readouterr().err
     assert not (tmp_path / "run").exists()
 
 
-def test_a_failed_start_leaves_no_run_directory_and_the_retry_runs(tmp_path, monkeypatch):
+def test_a_failed_start_leaves_no_run_directory_and_the_retry_runs(tmp_path, monkeypatch, tiny_run):
     out = tmp_path / "run"
 
     def broken(*args, **kwargs):
@@ -124,10 +110,11 @@ def test_a_failed_start_leaves_no_run_directory_and_the_retry_runs(tmp_path, mon
 
     monkeypatch.setattr(warmup_module, "warm_up", broken)
     with pytest.raises(KeyboardInterrupt):
-        run(parse_overrides([*TINY, "steps=0", f"out={out}"]))
+        run(parse_overrides([*tiny_run, "steps=0", f"out={out}"]))
     assert not out.exists()
     monkeypatch.undo()
-    run(parse_overrides([*TINY, "steps=0", "seed=1", f"out={out}"]))  # other settings: not blocked by a stale folder
+    # other settings: not blocked by a stale folder
+    run(parse_overrides([*tiny_run, "steps=0", "seed=1", f"out={out}"]))
     assert (out / "init_model").is_dir()
     assert json.loads((out / "config.json").read_text())["seed"] == 1
 
@@ -173,10 +160,10 @@ def test_strict_json_writes_null_for_undefined_numbers(tmp_path):
     assert json.loads((tmp_path / "r.json").read_text()) == [None]
 
 
-def test_sigterm_during_the_start_leaves_no_run_directory(tmp_path):
+def test_sigterm_during_the_start_leaves_no_run_directory(tmp_path, tiny_run):
     """`kill` (SIGTERM) during the warm-up unwinds like Ctrl-C: exit 143, the fresh folder removed."""
     out = tmp_path / "run"
-    args = [*TINY, "warmup_steps=1000000", "steps=0", f"out={out}"]
+    args = [*tiny_run, "warmup_steps=1000000", "steps=0", f"out={out}"]
     process = subprocess.Popen([sys.executable, str(TRAIN_APP), *args], stderr=subprocess.PIPE, text=True, cwd=tmp_path)
     try:
         deadline = time.monotonic() + 300

@@ -23,6 +23,7 @@ import vpo_core
 from vpo_core import goal_suffix
 from vpo_core.evaluation import evaluate_policy, goal_weights_for_eval, load_pool
 from vpo_core.models.policy import CHAT_TEMPLATE, Policy, new_policy
+from vpo_core.models.settings import SamplingSettings
 
 ROOT = Path(__file__).resolve().parents[4]
 LCB_DATA = ROOT / "packages" / "env-lcb" / "tests" / "data" / "deepcoder"
@@ -90,9 +91,9 @@ class Recorder:
     def install(self, monkeypatch):
         monkeypatch.setattr(Policy, "sample", lambda sampler, prompts, **kw: self(sampler, prompts, **kw))
 
-    def __call__(self, sampler, prompts, **kwargs):
-        self.calls.append({"prompts": list(prompts), **kwargs})
-        return [self.answer] * (len(prompts) * kwargs["num_samples"])
+    def __call__(self, sampler, prompts, *, num_samples, settings, seed=None):
+        self.calls.append({"prompts": list(prompts), "num_samples": num_samples, "seed": seed, **settings.as_kwargs()})
+        return [self.answer] * (len(prompts) * num_samples)
 
 
 # --------------------------------------------------------------------------- transformers path
@@ -255,7 +256,7 @@ def test_one_bad_completion_never_stops_an_evaluation():
     logged, done = [], []
     result = evaluate_policy(
         Short(), Broken(train_size=2, test_size=2), tasks, name="x", mode="single", m=1, samples=3,
-        temperature=0.7, top_p=1.0, seeds=1, max_new_tokens=8, log=logged.append, progress=done.append,
+        seeds=1, settings=SamplingSettings(0.7, 1.0, 8), log=logged.append, progress=done.append,
     )  # fmt: skip
     assert sum(done) == len(tasks)  # the progress bar advances by tasks
     assert result.bad_completions == 1 + 2  # the missing one, and task 1's two that raised
@@ -417,12 +418,12 @@ def test_endpoint_retries_a_busy_server():
     server = _Server(lambda path, payload: [{"index": 0, "message": {"content": "ok"}}], failures=1)
     try:
         sampler = OpenAISampler(server.url, retries=1)
-        sampler_texts = sampler.sample(["[]"], num_samples=1, max_new_tokens=4, temperature=0.7)
+        sampler_texts = sampler.sample(["[]"], num_samples=1, settings=SamplingSettings(0.7, 1.0, 4))
         assert sampler_texts == ["ok"]
         assert len(server.requests) == 2  # the 503, then the retry
         server.failures = 5
         with pytest.raises(EndpointError, match="HTTP 503"):
-            OpenAISampler(server.url, retries=0).sample(["[]"], num_samples=1, max_new_tokens=4, temperature=0.7)
+            OpenAISampler(server.url, retries=0).sample(["[]"], num_samples=1, settings=SamplingSettings(0.7, 1.0, 4))
     finally:
         server.close()
 

@@ -17,21 +17,6 @@ from vpo_core.adapters.local.train import main as train_main
 from vpo_core.adapters.local.train import run
 from vpo_core.runs import RunDir, RunDirError
 
-TINY = [
-    "hidden_size=32",
-    "layers=1",
-    "heads=2",
-    "vocab_size=400",
-    "warmup_steps=2",
-    "warmup_batch=4",
-    "prompts_per_step=2",
-    "group_size=2",
-    "eval_tasks=0",
-    "threads=1",
-    "env.train_size=20",
-    "env.test_size=4",
-]
-
 
 def _weights(path):
     from safetensors.torch import load_file
@@ -39,9 +24,9 @@ def _weights(path):
     return load_file(str(path / "model.safetensors"))
 
 
-def test_non_finite_loss_stops_without_touching_the_checkpoint(tmp_path, monkeypatch):
+def test_non_finite_loss_stops_without_touching_the_checkpoint(tmp_path, monkeypatch, tiny_run):
     out = tmp_path / "run"
-    run(parse_overrides([*TINY, "steps=1", "save_every=1", f"out={out}"]))
+    run(parse_overrides([*tiny_run, "steps=1", "save_every=1", f"out={out}"]))
     before = _weights(out / "checkpoint" / "model")
     real = rl_module.actor_loss
 
@@ -51,7 +36,7 @@ def test_non_finite_loss_stops_without_touching_the_checkpoint(tmp_path, monkeyp
 
     monkeypatch.setattr(rl_module, "actor_loss", nan_loss)
     with pytest.raises(NonFiniteLossError, match="last good checkpoint is kept"):
-        run(parse_overrides([*TINY, "steps=3", "save_every=1", f"out={out}"]))
+        run(parse_overrides([*tiny_run, "steps=3", "save_every=1", f"out={out}"]))
     assert RunDir(out).read_manifest()["step"] == 1
     after = _weights(out / "checkpoint" / "model")
     assert all(torch.equal(before[k], after[k]) for k in before)
@@ -59,18 +44,18 @@ def test_non_finite_loss_stops_without_touching_the_checkpoint(tmp_path, monkeyp
     assert [r["step"] for r in RunDir(out).read_metrics()] == [0]
 
 
-def test_non_finite_loss_is_a_one_line_error(tmp_path, monkeypatch, capsys):
+def test_non_finite_loss_is_a_one_line_error(tmp_path, monkeypatch, capsys, tiny_run):
     monkeypatch.setattr(rl_module, "actor_loss", lambda *a, **k: (torch.tensor(float("inf"), requires_grad=True), {}))
-    assert train_main([*TINY, "steps=1", f"out={tmp_path / 'run'}"]) == 2
+    assert train_main([*tiny_run, "steps=1", f"out={tmp_path / 'run'}"]) == 2
     err = capsys.readouterr().err
     assert "error: RL step 0: the loss is inf" in err
     assert not (tmp_path / "run" / "checkpoint").exists()
 
 
 @pytest.mark.parametrize("failing_call", [1, 2])
-def test_a_kill_during_the_checkpoint_swap_keeps_a_complete_copy(tmp_path, monkeypatch, failing_call):
+def test_a_kill_during_the_checkpoint_swap_keeps_a_complete_copy(tmp_path, monkeypatch, failing_call, tiny_run):
     out = tmp_path / "run"
-    run(parse_overrides([*TINY, "steps=1", "save_every=1", f"out={out}"]))
+    run(parse_overrides([*tiny_run, "steps=1", "save_every=1", f"out={out}"]))
     rd = RunDir(out)
     calls = {"n": 0}
     real_replace = os.replace
@@ -84,7 +69,7 @@ def test_a_kill_during_the_checkpoint_swap_keeps_a_complete_copy(tmp_path, monke
 
     monkeypatch.setattr(runs_module.os, "replace", flaky_replace)
     with pytest.raises(OSError, match="killed"):
-        run(parse_overrides([*TINY, "steps=2", "save_every=1", f"out={out}"]))
+        run(parse_overrides([*tiny_run, "steps=2", "save_every=1", f"out={out}"]))
     monkeypatch.setattr(runs_module.os, "replace", real_replace)
     # killed after checkpoint -> checkpoint.old (call 2): no checkpoint/ at all on disk
     assert rd.checkpoint.exists() == (failing_call == 1)
@@ -92,7 +77,7 @@ def test_a_kill_during_the_checkpoint_swap_keeps_a_complete_copy(tmp_path, monke
     assert rd.has_checkpoint()
     # either copy is fine (the new one when complete); it is never the warm-started model again
     assert rd.read_manifest()["step"] == (2 if failing_call == 2 else 1)
-    report = run(parse_overrides([*TINY, "steps=3", "save_every=1", f"out={out}"]))
+    report = run(parse_overrides([*tiny_run, "steps=3", "save_every=1", f"out={out}"]))
     steps = [r["step"] for r in rd.read_metrics()]
     assert steps == [0, 1, 2]
     assert report["run_id"] == rd.run_id()
@@ -100,9 +85,9 @@ def test_a_kill_during_the_checkpoint_swap_keeps_a_complete_copy(tmp_path, monke
     assert not (out / "checkpoint.old").exists()
 
 
-def test_a_stale_init_evaluation_is_recomputed(tmp_path):
+def test_a_stale_init_evaluation_is_recomputed(tmp_path, tiny_run):
     out = tmp_path / "run"
-    args = [*TINY, "steps=1", "eval_tasks=2", "eval_samples=3", f"out={out}"]
+    args = [*tiny_run, "steps=1", "eval_tasks=2", "eval_samples=3", f"out={out}"]
     run(parse_overrides(args))
     rd = RunDir(out)
     saved = json.loads(rd.eval_file("init").read_text())
@@ -116,22 +101,22 @@ def test_a_stale_init_evaluation_is_recomputed(tmp_path):
     assert json.loads(rd.eval_file("init").read_text())["model"] == rd.run_id()
 
 
-def test_a_checkpoint_of_another_init_model_is_refused(tmp_path):
+def test_a_checkpoint_of_another_init_model_is_refused(tmp_path, tiny_run):
     out = tmp_path / "run"
-    run(parse_overrides([*TINY, "steps=1", "save_every=1", f"out={out}"]))
+    run(parse_overrides([*tiny_run, "steps=1", "save_every=1", f"out={out}"]))
     manifest = RunDir(out).manifest_file
     manifest.write_text(json.dumps({"step": 1, "run_id": "f" * 16}))
     with pytest.raises(RunDirError, match="another init model"):
-        run(parse_overrides([*TINY, "steps=2", f"out={out}"]))
+        run(parse_overrides([*tiny_run, "steps=2", f"out={out}"]))
 
 
-def test_a_truncated_metrics_line_is_dropped_and_the_run_resumes(tmp_path, capsys):
+def test_a_truncated_metrics_line_is_dropped_and_the_run_resumes(tmp_path, capsys, tiny_run):
     out = tmp_path / "run"
-    run(parse_overrides([*TINY, "steps=2", "save_every=2", f"out={out}"]))
+    run(parse_overrides([*tiny_run, "steps=2", "save_every=2", f"out={out}"]))
     rd = RunDir(out)
     text = rd.metrics_file.read_text()
     rd.metrics_file.write_text(text + text.splitlines()[0][:25])  # a kill mid-write
-    run(parse_overrides([*TINY, "steps=3", "save_every=1", f"out={out}"]))
+    run(parse_overrides([*tiny_run, "steps=3", "save_every=1", f"out={out}"]))
     assert "dropped a truncated last line" in capsys.readouterr().err
     assert [r["step"] for r in rd.read_metrics()] == [0, 1, 2]
 
@@ -148,11 +133,11 @@ def test_read_metrics_recovers_and_names_a_bad_middle_line(tmp_path):
         rd.read_metrics()
 
 
-def test_a_corrupt_state_file_is_named_with_what_to_do(tmp_path, capsys):
+def test_a_corrupt_state_file_is_named_with_what_to_do(tmp_path, capsys, tiny_run):
     out = tmp_path / "run"
-    run(parse_overrides([*TINY, "steps=1", "save_every=1", f"out={out}"]))
+    run(parse_overrides([*tiny_run, "steps=1", "save_every=1", f"out={out}"]))
     (out / "checkpoint" / "state.pt").write_bytes(b"not a torch file")
-    assert train_main([*TINY, "steps=2", f"out={out}"]) == 2
+    assert train_main([*tiny_run, "steps=2", f"out={out}"]) == 2
     err = capsys.readouterr().err
     assert "state.pt is corrupt or unreadable" in err
     assert "delete" in err

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import pathlib
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -24,22 +25,11 @@ from vpo_core.errors import MissingDataError
 from vpo_core.evaluation.cli import main as evaluate_main
 from vpo_core.runs import RunDir, RunDirError
 
-TINY = [
-    "hidden_size=16",
-    "layers=1",
-    "heads=2",
-    "vocab_size=300",
-    "warmup_steps=2",
-    "warmup_batch=2",
-    "prompts_per_step=1",
-    "group_size=2",
-    "max_new_tokens=8",
-    "eval_tasks=0",
-    "threads=1",
-    "num_weights=4",
-    "env.train_size=8",
-    "env.test_size=3",
-]
+
+@pytest.fixture(scope="module")
+def tiny(micro_run):
+    """The micro run with 2 warm-up steps, 4 weightings per VPO group and 3 test tasks (later values win)."""
+    return [*micro_run, "warmup_steps=2", "num_weights=4", "env.test_size=3"]
 
 
 class WritesAFile:
@@ -53,10 +43,10 @@ class WritesAFile:
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory):
+def trained(tmp_path_factory, tiny):
     """A run with a checkpoint after 1 RL step (copied per test)."""
     out = tmp_path_factory.mktemp("runs") / "run"
-    run(parse_overrides([*TINY, "steps=1", f"out={out}"]))
+    run(parse_overrides([*tiny, "steps=1", f"out={out}"]))
     return out
 
 
@@ -68,7 +58,7 @@ def _copy(trained: Path, tmp_path: Path) -> Path:
 
 
 # ------------------------------------------------------------------------------ pickles never run
-def test_a_checkpoint_state_holding_code_is_refused_and_never_runs(trained, tmp_path, capsys):
+def test_a_checkpoint_state_holding_code_is_refused_and_never_runs(trained, tmp_path, capsys, tiny):
     out = _copy(trained, tmp_path)
     rd = RunDir(out)
     target = tmp_path / "pwned"
@@ -78,7 +68,7 @@ def test_a_checkpoint_state_holding_code_is_refused_and_never_runs(trained, tmp_
         rd.load_state(step=1)
     assert f"delete {rd.checkpoint}" in str(caught.value)
     assert not target.exists()
-    assert train_main([*TINY, "steps=2", f"out={out}"]) == 2  # the resume: one line, nothing run
+    assert train_main([*tiny, "steps=2", f"out={out}"]) == 2  # the resume: one line, nothing run
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("error: ")
     assert "not loaded" in err[-1]
@@ -86,11 +76,15 @@ def test_a_checkpoint_state_holding_code_is_refused_and_never_runs(trained, tmp_
     assert not target.exists()
 
 
-def test_a_warmup_state_holding_code_is_refused_and_never_runs(tmp_path):
-    rd = RunDir(tmp_path / "run")
-    rd.warmup_checkpoint.mkdir(parents=True)  # a warm-up stopped after its save at step 2 ...
+def _stopped_warmup(rd: RunDir) -> dict[str, Any]:
+    """Make `rd` hold a warm-up checkpoint's folder and manifest (stopped after its save at step 2).
+
+    Returns:
+        The plain-data training state such a warm-up saves (the caller writes it, as is or tampered with).
+    """
+    rd.warmup_checkpoint.mkdir(parents=True)
     (rd.warmup_checkpoint / "manifest.json").write_text('{"step": 2}')
-    state = {
+    return {
         "step": 2,
         "optimizer": {"state": {}, "param_groups": []},
         "schedule": {},
@@ -98,6 +92,11 @@ def test_a_warmup_state_holding_code_is_refused_and_never_runs(tmp_path):
         "torch_rng": torch.get_rng_state(),
         "losses": [1.0, 0.5],
     }
+
+
+def test_a_warmup_state_holding_code_is_refused_and_never_runs(tmp_path):
+    rd = RunDir(tmp_path / "run")
+    state = _stopped_warmup(rd)  # a warm-up stopped after its save at step 2 ...
     torch.save(state, rd.warmup_checkpoint / "state.pt")
     assert torch.load(rd.warmup_checkpoint / "state.pt", weights_only=True)["step"] == 2  # plain data loads
     torch.save({**state, "hook": WritesAFile(tmp_path / "pwned")}, rd.warmup_checkpoint / "state.pt")  # ... tampered
@@ -112,16 +111,7 @@ def test_a_warmup_state_holding_code_is_refused_and_never_runs(tmp_path):
 )
 def test_a_damaged_warmup_state_is_named_with_what_to_do(tmp_path, change):
     rd = RunDir(tmp_path)
-    rd.warmup_checkpoint.mkdir(parents=True)
-    (rd.warmup_checkpoint / "manifest.json").write_text('{"step": 2}')
-    state = {
-        "step": 2,
-        "optimizer": {"state": {}, "param_groups": []},
-        "schedule": {},
-        "rng": {"bit_generator": "PCG64", "state": {"state": 1, "inc": 3}, "has_uint32": 0, "uinteger": 0},
-        "torch_rng": torch.get_rng_state(),
-        "losses": [1.0, 0.5],
-    }
+    state = _stopped_warmup(rd)
     torch.save({**state, **change}, rd.warmup_checkpoint / "state.pt")
     with pytest.raises(RunDirError, match=r"state\.pt (is damaged|holds no valid random state).*restart the warm-up"):
         rd.read_warmup()
@@ -139,19 +129,19 @@ def test_states_are_saved_as_plain_data_and_other_objects_are_refused(tmp_path):
 
 
 # ------------------------------------------------------------------------ evaluations keyed by settings
-def test_a_resume_with_other_evaluation_settings_evaluates_again(trained, tmp_path, capsys):
+def test_a_resume_with_other_evaluation_settings_evaluates_again(trained, tmp_path, capsys, tiny):
     """Before issue 37 the resume reported the old evaluations under a header with the new settings."""
     out = _copy(trained, tmp_path)
     rd = RunDir(out)
-    run(parse_overrides([*TINY, "steps=1", "eval_tasks=2", "eval_samples=3", f"out={out}"]))
+    run(parse_overrides([*tiny, "steps=1", "eval_tasks=2", "eval_samples=3", f"out={out}"]))
     first = json.loads(rd.eval_file("init").read_text())
     assert first["settings"]["samples"] == 3
     assert first["settings"]["tasks"] == 2
     assert len(first["curve"]) == 3  # 3 candidates per task (one chain of m=3)
     capsys.readouterr()
-    run(parse_overrides([*TINY, "steps=1", "eval_tasks=2", "eval_samples=3", f"out={out}"]))  # same: reused
+    run(parse_overrides([*tiny, "steps=1", "eval_tasks=2", "eval_samples=3", f"out={out}"]))  # same: reused
     assert "evaluated the" not in capsys.readouterr().err
-    report = run(parse_overrides([*TINY, "steps=1", "eval_tasks=3", "eval_samples=6", "eval_seeds=2", f"out={out}"]))
+    report = run(parse_overrides([*tiny, "steps=1", "eval_tasks=3", "eval_samples=6", "eval_seeds=2", f"out={out}"]))
     err = capsys.readouterr().err
     assert "made with other settings" in err
     for which in ("init", "final"):
@@ -183,10 +173,10 @@ def test_a_damaged_evaluation_file_is_named_with_what_to_do(tmp_path, text):
         rd.read_eval("init", model="abc", settings=settings)
 
 
-def test_a_damaged_evaluation_file_stops_a_resume_with_one_line(trained, tmp_path, capsys):
+def test_a_damaged_evaluation_file_stops_a_resume_with_one_line(trained, tmp_path, capsys, tiny):
     out = _copy(trained, tmp_path)
     RunDir(out).eval_file("init").write_text('{"model": ')
-    assert train_main([*TINY, "steps=1", "eval_tasks=1", "eval_samples=3", f"out={out}"]) == 2
+    assert train_main([*tiny, "steps=1", "eval_tasks=1", "eval_samples=3", f"out={out}"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert "eval_init.json is not readable JSON" in err[-1]
     assert not any("Traceback" in line for line in err)
@@ -194,7 +184,7 @@ def test_a_damaged_evaluation_file_stops_a_resume_with_one_line(trained, tmp_pat
 
 # ------------------------------------------------------------------------------ damaged model files
 @pytest.mark.parametrize("keep", [0, 5, 100, -1])
-def test_truncated_checkpoint_weights_are_one_line(trained, tmp_path, capsys, keep):
+def test_truncated_checkpoint_weights_are_one_line(trained, tmp_path, capsys, keep, tiny):
     from vpo_core.runs import check_weights
 
     out = _copy(trained, tmp_path)
@@ -203,7 +193,7 @@ def test_truncated_checkpoint_weights_are_one_line(trained, tmp_path, capsys, ke
     weights.write_bytes(data[:keep] if keep >= 0 else data[: len(data) // 2])
     with pytest.raises(RunDirError, match=r"model\.safetensors is truncated or damaged"):
         check_weights(weights.parent)
-    assert train_main([*TINY, "steps=2", f"out={out}"]) == 2
+    assert train_main([*tiny, "steps=2", f"out={out}"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("error: ")
     assert "truncated or damaged" in err[-1]
@@ -221,25 +211,25 @@ def test_a_complete_weights_file_passes_the_check(trained):
     assert [p.name for p in check_weights(RunDir(trained).checkpoint_model)] == ["model.safetensors"]
 
 
-def test_truncated_init_weights_are_one_line(trained, tmp_path, capsys):
+def test_truncated_init_weights_are_one_line(trained, tmp_path, capsys, tiny):
     out = _copy(trained, tmp_path)
     weights = RunDir(out).init_model / "model.safetensors"
     weights.write_bytes(weights.read_bytes()[:-10])
-    assert train_main([*TINY, "steps=2", f"out={out}"]) == 2
+    assert train_main([*tiny, "steps=2", f"out={out}"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert "init_model/model.safetensors is truncated or damaged" in err[-1]
     assert not any("Traceback" in line for line in err)
 
 
 @pytest.mark.parametrize("folder", ["checkpoint", "init_model", "checkpoint/model"])
-def test_a_file_where_a_folder_belongs_is_one_line(trained, tmp_path, capsys, folder):
+def test_a_file_where_a_folder_belongs_is_one_line(trained, tmp_path, capsys, folder, tiny):
     """Before issue 37 a file named ``checkpoint`` restarted RL from step 0 and dropped the logged history."""
     import shutil
 
     out = _copy(trained, tmp_path)
     shutil.rmtree(out / folder)
     (out / folder).write_text("not a folder")
-    assert train_main([*TINY, "steps=2", f"out={out}"]) == 2
+    assert train_main([*tiny, "steps=2", f"out={out}"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert f"{out / folder} is a file where the run's" in err[-1]
     assert not any("Traceback" in line for line in err)

@@ -12,20 +12,6 @@ from vpo_core.adapters.local.train import run
 from vpo_core.evaluation.plots import smooth
 from vpo_core.runs import RunDir
 
-TINY = [
-    "hidden_size=32",
-    "layers=1",
-    "heads=2",
-    "vocab_size=400",
-    "warmup_steps=2",
-    "warmup_batch=4",
-    "prompts_per_step=2",
-    "group_size=2",
-    "eval_tasks=0",
-    "threads=1",
-    "env.train_size=20",
-    "env.test_size=4",
-]
 VERL_NAMES = {
     "actor/pg_loss",
     "actor/kl_loss",
@@ -40,12 +26,12 @@ VERL_NAMES = {
 }
 
 
-def test_tensorboard_gets_the_verl_metric_names_and_hf_bars_stay_quiet(tmp_path, capsys):
+def test_tensorboard_gets_the_verl_metric_names_and_hf_bars_stay_quiet(tmp_path, capsys, tiny_run):
     pytest.importorskip("tensorboard")
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     out = tmp_path / "run"
-    run(parse_overrides([*TINY, "steps=2", "save_every=1", "logger=console,tensorboard", f"out={out}"]))
+    run(parse_overrides([*tiny_run, "steps=2", "save_every=1", "logger=console,tensorboard", f"out={out}"]))
     err = capsys.readouterr().err
     assert "Loading weights" not in err
     assert "Writing model shards" not in err
@@ -57,12 +43,12 @@ def test_tensorboard_gets_the_verl_metric_names_and_hf_bars_stay_quiet(tmp_path,
     assert [e.step for e in events.Scalars("actor/pg_loss")] == [0, 1]
 
 
-def test_wandb_offline_needs_no_account(tmp_path, monkeypatch):
+def test_wandb_offline_needs_no_account(tmp_path, monkeypatch, tiny_run):
     pytest.importorskip("wandb")
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_SILENT", "true")
     out = tmp_path / "run"
-    run(parse_overrides([*TINY, "steps=1", "logger=wandb", f"out={out}"]))
+    run(parse_overrides([*tiny_run, "steps=1", "logger=wandb", f"out={out}"]))
     assert list((out / "wandb").glob("offline-run-*"))
 
 

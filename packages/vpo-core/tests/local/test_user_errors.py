@@ -11,22 +11,11 @@ from vpo_core import errors
 from vpo_core.adapters.local.train import main as train_main
 from vpo_core.models.policy import Policy
 
-TINY = [
-    "hidden_size=16",
-    "layers=1",
-    "heads=2",
-    "vocab_size=300",
-    "warmup_steps=1",
-    "warmup_batch=2",
-    "steps=1",
-    "prompts_per_step=1",
-    "group_size=2",
-    "max_new_tokens=8",
-    "eval_tasks=0",
-    "threads=1",
-    "env.train_size=8",
-    "env.test_size=1",
-]
+
+@pytest.fixture
+def tiny(micro_run):
+    """One RL step of the micro run."""
+    return [*micro_run, "steps=1"]
 
 
 def test_the_user_error_types_are_the_builtin_types_callers_caught():
@@ -53,8 +42,8 @@ def test_the_user_error_types_are_the_builtin_types_callers_caught():
         (["lr=-1"], "lr must be"),  # a bad option value
     ],
 )
-def test_a_user_error_is_one_line_and_exit_code_2(tmp_path, capsys, args, message):
-    assert train_main([*TINY, *args, f"out={tmp_path / 'run'}"]) == 2
+def test_a_user_error_is_one_line_and_exit_code_2(tmp_path, capsys, args, message, tiny):
+    assert train_main([*tiny, *args, f"out={tmp_path / 'run'}"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("error: ")
     assert message in err[-1]
@@ -62,14 +51,14 @@ def test_a_user_error_is_one_line_and_exit_code_2(tmp_path, capsys, args, messag
     assert not (tmp_path / "run").exists()
 
 
-def test_a_run_directory_of_other_settings_is_a_user_error(tmp_path, capsys):
+def test_a_run_directory_of_other_settings_is_a_user_error(tmp_path, capsys, tiny):
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / "config.json").write_text('{"method": "grpo"}')
-    assert train_main([*TINY, f"out={tmp_path / 'run'}"]) == 2
+    assert train_main([*tiny, f"out={tmp_path / 'run'}"]) == 2
     assert "holds a run with different settings" in capsys.readouterr().err
 
 
-def test_a_value_error_deep_inside_a_run_keeps_its_traceback(tmp_path, monkeypatch):
+def test_a_value_error_deep_inside_a_run_keeps_its_traceback(tmp_path, monkeypatch, tiny):
     """What transformers' stop-string criterion raised for one tokenizer used to end as 'error: substring not found'."""
 
     def broken(self, prompts, **kwargs):
@@ -77,6 +66,6 @@ def test_a_value_error_deep_inside_a_run_keeps_its_traceback(tmp_path, monkeypat
 
     monkeypatch.setattr(Policy, "generate_with_log_probs", broken)  # the first RL step's sampling
     with pytest.raises(ValueError, match="substring not found") as raised:
-        train_main([*TINY, f"out={tmp_path / 'run'}"])
+        train_main([*tiny, f"out={tmp_path / 'run'}"])
     assert not isinstance(raised.value, errors.UserError)
     assert raised.traceback[-1].name == "broken"  # the stack reaches where it was raised

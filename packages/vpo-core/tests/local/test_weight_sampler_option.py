@@ -12,22 +12,11 @@ from vpo_core.adapters.local.train import run
 from vpo_core.errors import RunDirError
 from vpo_core.runs import RunDir
 
-TINY = [
-    "hidden_size=16",
-    "layers=1",
-    "heads=2",
-    "vocab_size=300",
-    "warmup_steps=1",
-    "warmup_batch=2",
-    "prompts_per_step=1",
-    "group_size=2",
-    "max_new_tokens=8",
-    "eval_tasks=0",
-    "threads=1",
-    "num_weights=4",
-    "env.train_size=8",
-    "env.test_size=1",
-]
+
+@pytest.fixture
+def tiny(micro_run):
+    """The micro run with 4 weightings per VPO group."""
+    return [*micro_run, "num_weights=4"]
 
 
 def test_weight_sampler_is_parsed_and_kept_in_the_identity():
@@ -45,30 +34,30 @@ def test_an_unknown_weight_sampler_is_refused_before_anything_runs(tmp_path, cap
     assert not (tmp_path / "run").exists()
 
 
-def test_a_sobol_run_resumed_without_the_option_is_refused_naming_both_values(tmp_path, capsys):
+def test_a_sobol_run_resumed_without_the_option_is_refused_naming_both_values(tmp_path, capsys, tiny):
     """Before issue 37 the resume silently went on with Dirichlet weights."""
     out = tmp_path / "run"
-    run(parse_overrides([*TINY, "weight_sampler=sobol", "steps=1", f"out={out}"]))
+    run(parse_overrides([*tiny, "weight_sampler=sobol", "steps=1", f"out={out}"]))
     with pytest.raises(RunDirError, match=r"weight_sampler='sobol' in the run, weight_sampler='dirichlet' now"):
-        run(parse_overrides([*TINY, "steps=2", f"out={out}"]))
-    assert train_main([*TINY, "steps=2", f"out={out}"]) == 2
+        run(parse_overrides([*tiny, "steps=2", f"out={out}"]))
+    assert train_main([*tiny, "steps=2", f"out={out}"]) == 2
     assert "weight_sampler='sobol' in the run" in capsys.readouterr().err
     assert [r["step"] for r in RunDir(out).read_metrics()] == [0]  # nothing ran under the wrong sampler
-    run(parse_overrides([*TINY, "weight_sampler=sobol", "steps=2", f"out={out}"]))  # repeating it resumes
+    run(parse_overrides([*tiny, "weight_sampler=sobol", "steps=2", f"out={out}"]))  # repeating it resumes
     assert [r["step"] for r in RunDir(out).read_metrics()] == [0, 1]
     assert json.loads(RunDir(out).config_file.read_text())["weight_sampler"] == "sobol"
 
 
-def test_a_dirichlet_run_is_not_resumed_as_sobol_and_old_configs_count_as_dirichlet(tmp_path):
+def test_a_dirichlet_run_is_not_resumed_as_sobol_and_old_configs_count_as_dirichlet(tmp_path, tiny):
     out = tmp_path / "run"
-    run(parse_overrides([*TINY, "steps=1", f"out={out}"]))
+    run(parse_overrides([*tiny, "steps=1", f"out={out}"]))
     with pytest.raises(RunDirError, match=r"weight_sampler='dirichlet' in the run, weight_sampler='sobol' now"):
-        run(parse_overrides([*TINY, "weight_sampler=sobol", "steps=2", f"out={out}"]))
+        run(parse_overrides([*tiny, "weight_sampler=sobol", "steps=2", f"out={out}"]))
     saved = json.loads(RunDir(out).config_file.read_text())
     del saved["weight_sampler"]  # a run saved before the option existed drew Dirichlet weights
     RunDir(out).config_file.write_text(json.dumps(saved))
-    run(parse_overrides([*TINY, "steps=2", f"out={out}"]))
+    run(parse_overrides([*tiny, "steps=2", f"out={out}"]))
     assert [r["step"] for r in RunDir(out).read_metrics()] == [0, 1]
     RunDir(out).config_file.write_text(json.dumps({k: v for k, v in saved.items() if k != "weight_sampler"}))
     with pytest.raises(RunDirError, match="weight_sampler='dirichlet' in the run"):
-        run(parse_overrides([*TINY, "weight_sampler=sobol", "steps=3", f"out={out}"]))
+        run(parse_overrides([*tiny, "weight_sampler=sobol", "steps=3", f"out={out}"]))

@@ -16,6 +16,7 @@ from types import SimpleNamespace
 import pytest
 
 from vpo_core.models.policy import EOS, build_tokenizer
+from vpo_core.models.settings import SamplingSettings
 from vpo_core.models.vllm import choose_backend, completion_texts, sampling_requests
 
 ROOT = Path(__file__).resolve().parents[4]
@@ -30,29 +31,29 @@ def test_backend_choice():
 
 
 @needs_no_vllm
-def test_vllm_backend_without_vllm_names_the_fix(tmp_path):
+def test_vllm_backend_without_vllm_names_the_fix(tmp_path, capsys):
     with pytest.raises(ValueError, match="uv sync --group vllm"):
         choose_backend("vllm", "cuda")
     evaluate = runpy.run_path(str(ROOT / "apps" / "evaluate.py"), run_name="evaluate_app")["main"]
-    with pytest.raises(SystemExit, match="uv sync --group vllm"):
-        evaluate([f"checkpoints={tmp_path}", "backend=vllm", "mode=single"])
+    assert evaluate([f"checkpoints={tmp_path}", "backend=vllm", "mode=single"]) == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1
+    assert "uv sync --group vllm" in errors[0]
 
 
 def test_sampling_requests_seed_each_prompt_and_stop_at_eos():
     requests = sampling_requests(
         [[1, 2], [3], [4, 5, 6]],
         num_samples=4,
-        max_new_tokens=64,
-        temperature=0.7,
-        top_p=0.95,
+        settings=SamplingSettings(temperature=0.7, top_p=0.95, max_new_tokens=64),
         seed=100,
         eos_token_id=2,
     )
     assert [r["seed"] for r in requests] == [100, 101, 102]
     assert all(r["n"] == 4 and r["max_tokens"] == 64 and r["stop_token_ids"] == [2] for r in requests)
     assert all(r["temperature"] == 0.7 and r["top_p"] == 0.95 and r["detokenize"] is False for r in requests)
-    with pytest.raises(ValueError, match="num_samples and max_new_tokens"):
-        sampling_requests([[1]], num_samples=0, max_new_tokens=8, temperature=1.0, top_p=1.0, seed=0, eos_token_id=2)
+    with pytest.raises(ValueError, match="num_samples must be >= 1"):
+        sampling_requests([[1]], num_samples=0, settings=SamplingSettings(1.0, 1.0, 8), seed=0, eos_token_id=2)
 
 
 def test_completion_texts_decode_prompt_major_in_index_order():

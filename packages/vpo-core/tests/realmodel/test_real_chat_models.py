@@ -28,6 +28,7 @@ import vpo_core
 from vpo_core.models.chat import render_chat
 from vpo_core.models.openai import VLLM_ONLY_FIELDS, EndpointError, OpenAISampler
 from vpo_core.models.policy import load_policy, load_tokenizer
+from vpo_core.models.settings import SamplingSettings
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[3]
@@ -129,14 +130,8 @@ class FakeVllm:
                     prompt = render_chat(tok, payload["messages"], payload.get("chat_template_kwargs"))
                 else:
                     prompt = payload["prompt"]
-                texts = fake.policy.sample(
-                    [prompt],
-                    num_samples=payload["n"],
-                    max_new_tokens=payload["max_tokens"],
-                    temperature=payload["temperature"],
-                    top_p=payload["top_p"],
-                    seed=payload["seed"],
-                )
+                settings = SamplingSettings(payload["temperature"], payload["top_p"], payload["max_tokens"])
+                texts = fake.policy.sample([prompt], num_samples=payload["n"], settings=settings, seed=payload["seed"])
                 key = "message" if chat else "text"
                 choices = [
                     {"index": i, key: {"role": "assistant", "content": t} if chat else t} for i, t in enumerate(texts)
@@ -201,13 +196,14 @@ def test_every_sampler_returns_the_whole_assistant_turn(models, env, kind):
     kwargs = dict(env.profile.chat_template_kwargs)
     messages = env.render_prompt(env.tasks("test")[1], mode="multi", m=2)
     turn = PREFILL[kind] + GENERATED
-    settings = {"num_samples": 2, "max_new_tokens": 30, "temperature": 1.0, "seed": 3}
+    sampling = SamplingSettings(temperature=1.0, top_p=1.0, max_new_tokens=30)
+    settings = {"num_samples": 2, "settings": sampling, "seed": 3}
     policy = load_policy(model_dir)
     local = dataclasses.replace(policy, chat_template_kwargs=kwargs)  # evaluation's sampler (apps/evaluate.py)
     assert local.sample([local.prompt_text(messages)], **settings) == [turn] * 2
     assert policy.chat_template_kwargs == {}  # a copy: the policy it was made from renders without the options
     policy.chat_template_kwargs = kwargs  # the training engine's policy
-    texts, _, _ = policy.generate([policy.prompt_text(messages)], **settings)
+    texts, _, _ = policy.generate([policy.prompt_text(messages)], num_samples=2, seed=3, **sampling.as_kwargs())
     assert texts == [turn] * 2
     server = FakeVllm(model_dir)
     try:
@@ -234,7 +230,7 @@ def test_requests_follow_the_openai_schema_and_vllm_fields_go_to_vllm_only(model
     model_dir, _ = models["qwen3"]
     kwargs = dict(env.profile.chat_template_kwargs)
     prompt_messages = env.render_prompt(env.tasks("test")[0], mode="multi", m=2)
-    settings = {"num_samples": 1, "max_new_tokens": 30, "temperature": 1.0}
+    settings = {"num_samples": 1, "settings": SamplingSettings(temperature=1.0, top_p=1.0, max_new_tokens=30)}
     for owner in ("vllm", "other"):
         server = FakeVllm(model_dir, owner=owner)
         try:

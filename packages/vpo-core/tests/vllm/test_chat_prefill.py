@@ -18,6 +18,7 @@ import vpo_core
 from vpo_core.evaluation.cli import main
 from vpo_core.models.openai import EndpointError, OpenAISampler
 from vpo_core.models.prefill import PROBE, PrefillError, ServerPrefill, api_root, served_by_vllm
+from vpo_core.models.settings import SamplingSettings
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -100,7 +101,7 @@ def test_the_chat_sampler_returns_whole_turns_with_the_servers_prefill(serve):
     sampler = OpenAISampler(server.base_url, chat_template_kwargs=OFF)  # no tokenizer: vLLM's /tokenize says
     assert (sampler.prefill, sampler.prefill_source, sampler.vllm) == (THINK, "server", True)
     prompts = [json.dumps([{"role": "user", "content": text}]) for text in ("one?", "two?")]
-    texts = sampler.sample(prompts, num_samples=2, max_new_tokens=8, temperature=0.7, seed=0)
+    texts = sampler.sample(prompts, num_samples=2, settings=SamplingSettings(0.7, 1.0, 8), seed=0)
     assert texts == [THINK + "reply 0", THINK + "reply 1"] * 2
     chats = [p for path, p in server.requests if path == "/v1/chat/completions"]
     assert [p["chat_template_kwargs"] for p in chats] == [OFF, OFF]

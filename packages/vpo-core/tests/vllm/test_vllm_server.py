@@ -131,14 +131,14 @@ def test_vpo_eval_from_a_plain_pip_install_scores_a_real_vllm_server(stack, smol
 
 def test_the_options_reach_the_real_servers_template(stack):
     from vpo_core.models.openai import OpenAISampler
+    from vpo_core.models.settings import SamplingSettings
 
     server, _, _ = stack
     sampler = OpenAISampler(server.base_url, chat_template_kwargs=OFF)
     assert (sampler.model, sampler.vllm, sampler.prefill, sampler.prefill_source) == (SERVED, True, THINK, "server")
     messages = [{"role": "user", "content": "Say hi."}]
-    payload = sampler._payload(
-        sampler.prompt_text(messages), n=1, max_tokens=4, temperature=0.7, top_p=1.0, seed=0
-    )  # the request vpo-eval sends
+    settings = SamplingSettings(temperature=0.7, top_p=1.0, max_new_tokens=4)
+    payload = sampler._payload(sampler.prompt_text(messages), n=1, settings=settings, seed=0)  # what vpo-eval sends
     answer = sampler._request("/chat/completions", payload)
     counts = {}
     for options in (OFF, None):

@@ -80,6 +80,7 @@ from vpo_core.evaluation.reporting import (
     settings_digest,
     standard_errors,
 )
+from vpo_core.models.settings import SamplingSettings
 from vpo_core.registry import DEFAULT_ENV
 
 __all__ = ["BACKENDS", "SCHEMA_VERSION", "EvalConfig", "evaluate", "main"]
@@ -179,10 +180,13 @@ class EvalConfig:
             raise ValueError(f"ks must be a non-empty list of k >= 1, got {self.ks}.")
         if self.batch < 1 or self.concurrency < 1:
             raise ValueError("batch and concurrency must be >= 1.")
-        for key in ("timeout", "temperature", "top_p"):
-            value = getattr(self, key)
-            if value is not None and not (np.isfinite(value) and value >= 0):
-                raise ValueError(f"{key} must be a finite number >= 0, got {value}.")
+        if self.timeout is not None and not (np.isfinite(self.timeout) and self.timeout >= 0):
+            raise ValueError(f"timeout must be a finite number >= 0, got {self.timeout}.")
+        # the samplers' own rule (`SamplingSettings`), checked before anything is loaded
+        if self.temperature is not None and not (np.isfinite(self.temperature) and self.temperature > 0):
+            raise ValueError(f"temperature must be a finite number > 0, got {self.temperature}.")
+        if self.top_p is not None and not (np.isfinite(self.top_p) and 0 < self.top_p <= 1):
+            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}.")
 
     @property
     def served(self) -> bool:
@@ -291,12 +295,11 @@ def _method_target(label: str, model_dir: Path | None, config: EvalConfig) -> Ta
         return Target(label, model_dir, method.mode, m, method.goal_prompt)
     mode = config.mode or ("multi" if (config.m or 1) > 1 else "single")
     m = config.m if config.m is not None else (3 if mode == "multi" else 1)
-    if mode == "single" and m != 1:
-        raise ConfigError(f"mode=single writes one answer per completion; drop m={m} or pass mode=multi.")
     try:
         check_mode_m(mode, m)
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from None
+    except ValueError as exc:  # the prompt-mode rule, written once in vpo_core.methods
+        hint = f" Drop m={m} or pass mode=multi." if mode == "single" else ""
+        raise ConfigError(f"{exc}{hint}") from None
     return Target(label, model_dir, mode, m, False)
 
 
@@ -474,6 +477,12 @@ class Row:
     def slug(self) -> str:
         """The row's part of its file names."""
         return _slug(self.target.label if self.conditioning is None else f"{self.target.label}@{self.conditioning}")
+
+    @property
+    def sampling(self) -> SamplingSettings:
+        """The row's temperature, top-p and token budget, as every sampler takes them."""
+        s = self.settings
+        return SamplingSettings(temperature=s["temperature"], top_p=s["top_p"], max_new_tokens=s["max_new_tokens"])
 
 
 def _row(target: Target, conditioning: str | None, config: EvalConfig, env: Any, common: dict[str, Any]) -> Row:
@@ -799,14 +808,7 @@ def _requested(sampler: Any, row: Row, chats: list[Any], start: int) -> list[str
     texts: list[list[str]] = [[] for _ in chats]
     for seed in range(s["seeds"]):
         batch = list(
-            sampler.sample(
-                prompts,
-                num_samples=per_task,
-                max_new_tokens=s["max_new_tokens"],
-                temperature=s["temperature"],
-                top_p=s["top_p"],
-                seed=s["seed"] + 10_000 * seed + start,
-            )
+            sampler.sample(prompts, num_samples=per_task, settings=row.sampling, seed=s["seed"] + 10_000 * seed + start)
         )
         if len(batch) != len(prompts) * per_task:
             raise RuntimeError(f"the sampler returned {len(batch)} completions for {len(prompts) * per_task}")

@@ -422,60 +422,119 @@ def pool_summary(
     asked = _asked_ks(ks)
     sizes = [_pool_size(np.asarray(p), mode) for p in pools]
     smallest = min(sizes)
-    if asked:
-        too_large = [k for k in asked if k > smallest]
-        if too_large:
-            where = tasks[sizes.index(smallest)]
-            raise ConfigError(
-                f"k = {', '.join(map(str, too_large))} is larger than the pools: task {getattr(where, 'id', where)} "
-                f"has {smallest} candidates ({'n x m in multi mode' if mode == 'multi' else 'n'}); sample more "
-                f"per task or ask for k <= {smallest}."
-            )
+    _check_ks_fit(asked, tasks, sizes, mode=mode)
     if per_task is None:
         per_task = [
             task_pool_metrics(env, t, p, mode=mode, ks=ks, num_weights=num_weights, report_dims=report_dims)
             for t, p in zip(tasks, pools, strict=True)
         ]
-    left_out = [k for k in KS if k > smallest] if not asked else []
-    if left_out:  # said, not silent: the table shows no column for these k
+    if not asked:
+        _warn_left_out([k for k in KS if k > smallest], smallest, mode=mode)
+    specs = [env.spec_for(t) for t in tasks]
+    same_dims = len({s.names for s in specs}) == 1
+    keys = [k for k in per_task[0] if all(k in row for row in per_task)]
+    out = _task_means(per_task, keys, specs)
+    if MetricName("no_valid") in keys:  # where the pool fails: best@k over the tasks it reaches and the others
+        out.update(_reach_means(per_task, keys))
+    out[MetricName("collinearity")] = (
+        _pooled_collinearity(pools, specs) if same_dims else _mean_collinearity(pools, specs)
+    )
+    return out
+
+
+def _pool_kind(mode: str) -> str:
+    """What a pool's size counts in `mode`, for messages."""
+    return "n x m in multi mode" if mode == "multi" else "n"
+
+
+def _check_ks_fit(asked: Sequence[int], tasks: Sequence[Any], sizes: Sequence[int], *, mode: str) -> None:
+    """Refuse a k the caller asked for that is larger than the smallest pool.
+
+    Args:
+        asked: The k asked for (`_asked_ks`; empty for the default).
+        tasks: The T tasks.
+        sizes: Each task's pool size (`_pool_size`), length T.
+        mode: ``"multi"`` or ``"single"``.
+
+    Raises:
+        ConfigError: Naming the k too large, the task of the smallest pool and its size.
+    """
+    smallest = min(sizes)
+    too_large = [k for k in asked if k > smallest]
+    if too_large:
+        where = tasks[sizes.index(smallest)]
+        raise ConfigError(
+            f"k = {', '.join(map(str, too_large))} is larger than the pools: task {getattr(where, 'id', where)} "
+            f"has {smallest} candidates ({_pool_kind(mode)}); sample more per task or ask for k <= {smallest}."
+        )
+
+
+def _warn_left_out(left_out: Sequence[int], smallest: int, *, mode: str) -> None:
+    """Warn that the default k in `left_out` are not reported (said, not silent: the table has no column)."""
+    if left_out:
         logging.getLogger(__name__).warning(
             "best@k, pass@k and E_w[best@k] for k = %s are not reported: the smallest pool has %d candidates "
             "(%s); sample more per task (or lower k) to report them.",
             ", ".join(map(str, left_out)),
             smallest,
-            "n x m in multi mode" if mode == "multi" else "n",
+            _pool_kind(mode),
         )
-    specs = [env.spec_for(t) for t in tasks]
+
+
+def _task_means(per_task: Sequence[Mapping[str, float]], keys: Sequence[str], specs: Sequence[Any]) -> dict[str, float]:
+    """The mean over tasks of each metric in `keys`; ``mean_<dim>`` only when every task has the same dimensions.
+
+    Args:
+        per_task: The tasks' `task_pool_metrics`.
+        keys: The metrics every task has, in the order reported.
+        specs: The tasks' reward specs (``env.spec_for(task)``).
+
+    Returns:
+        Metric name -> mean over tasks.
+    """
     same_dims = len({s.names for s in specs}) == 1
     dim_keys = {MetricName("mean", dim=name) for s in specs for name in s.names}
-    keys = [k for k in per_task[0] if all(k in row for row in per_task)]
+    return {key: float(np.mean([row[key] for row in per_task])) for key in keys if same_dims or key not in dim_keys}
+
+
+def _reach_means(per_task: Sequence[Mapping[str, float]], keys: Sequence[str]) -> dict[str, float]:
+    """``best@k|reached`` and ``best@k|unreached``: best@k averaged over the tasks with a valid candidate and without.
+
+    Args:
+        per_task: The tasks' `task_pool_metrics`, each with ``no_valid``.
+        keys: The metrics every task has; only w*-score best@k are split.
+
+    Returns:
+        Metric name -> mean over those tasks (a part is left out when it has no task).
+    """
+    reached = np.array([row[MetricName("no_valid")] == 0.0 for row in per_task])
     out: dict[str, float] = {}
     for key in keys:
-        if key in dim_keys and not same_dims:
+        name = metric_name(key)
+        if name.stat != "best" or name.k is None or name.dim is not None:
             continue
-        out[key] = float(np.mean([row[key] for row in per_task]))
-    if MetricName("no_valid") in keys:  # where the pool fails: best@k over the tasks it reaches and the others
-        reached = np.array([row[MetricName("no_valid")] == 0.0 for row in per_task])
-        for key in keys:
-            name = metric_name(key)
-            if name.stat != "best" or name.k is None or name.dim is not None:
-                continue
-            values = np.array([row[key] for row in per_task])
-            for part, mask in zip(REACH_SPLIT, (reached, ~reached), strict=True):
-                if mask.any():
-                    out[MetricName(f"{key}|{part}")] = float(values[mask].mean())
-    if same_dims:
-        d = specs[0].dim
-        flat = np.concatenate([np.asarray(p, dtype=np.float64)[..., :d].reshape(-1, d) for p in pools])
-        out[MetricName("collinearity")] = collinearity(flat)
-    else:
-        rhos = [
-            collinearity(np.asarray(p, dtype=np.float64)[..., : s.dim].reshape(-1, s.dim))
-            for p, s in zip(pools, specs, strict=True)
-        ]
-        defined = [x for x in rhos if np.isfinite(x)]
-        out[MetricName("collinearity")] = float(np.mean(defined)) if defined else float("nan")
+        values = np.array([row[key] for row in per_task])
+        for part, mask in zip(REACH_SPLIT, (reached, ~reached), strict=True):
+            if mask.any():
+                out[MetricName(f"{key}|{part}")] = float(values[mask].mean())
     return out
+
+
+def _pooled_collinearity(pools: Sequence[Any], specs: Sequence[Any]) -> float:
+    """ρ̄ of every candidate's reward vector in one matrix, for tasks that share one spec (shape (n, m, d') each)."""
+    d = specs[0].dim
+    flat = np.concatenate([np.asarray(p, dtype=np.float64)[..., :d].reshape(-1, d) for p in pools])
+    return collinearity(flat)
+
+
+def _mean_collinearity(pools: Sequence[Any], specs: Sequence[Any]) -> float:
+    """The mean of the per-task ρ̄ that are defined (NaN when none is), for tasks of different dimensions."""
+    rhos = [
+        collinearity(np.asarray(p, dtype=np.float64)[..., : s.dim].reshape(-1, s.dim))
+        for p, s in zip(pools, specs, strict=True)
+    ]
+    defined = [x for x in rhos if np.isfinite(x)]
+    return float(np.mean(defined)) if defined else float("nan")
 
 
 def pool_metrics(

@@ -24,6 +24,7 @@ from vpo_core.errors import ConfigError
 from vpo_core.evaluation.metrics import KS, pool_curve, pool_summary, task_pool_metrics
 from vpo_core.evaluation.reporting import standard_errors
 from vpo_core.methods import goal_weights
+from vpo_core.models.settings import SamplingSettings
 from vpo_core.types import Message, Task
 
 if TYPE_CHECKING:
@@ -55,16 +56,16 @@ class Sampler(Protocol):
         ...
 
     def sample(
-        self,
-        prompts: Sequence[str],
-        *,
-        num_samples: int,
-        max_new_tokens: int,
-        temperature: float,
-        top_p: float = 1.0,
-        seed: int | None = None,
+        self, prompts: Sequence[str], *, num_samples: int, settings: SamplingSettings, seed: int | None = None
     ) -> list[str]:
-        """P·num_samples completion texts, prompt-major."""
+        """P·num_samples completion texts, prompt-major.
+
+        Args:
+            prompts: `prompt_text`'s prompts, P of them.
+            num_samples: Completions per prompt.
+            settings: Temperature, top-p and token budget.
+            seed: The sampling seed (None: the sampler's default).
+        """
         ...
 
 
@@ -140,10 +141,8 @@ def evaluate_policy(
     mode: str,
     m: int,
     samples: int,
-    temperature: float,
-    top_p: float,
     seeds: int,
-    max_new_tokens: int,
+    settings: SamplingSettings,
     prompts_per_batch: int = 16,
     goal_weights: Sequence[np.ndarray] | None = None,
     progress: Callable[[int], None] | None = None,
@@ -163,10 +162,8 @@ def evaluate_policy(
         mode: Prompt mode (the policy's training mode).
         m: Candidates per completion.
         samples: Candidates per task and seed (``samples // m`` chains in multi mode).
-        temperature: Sampling temperature (the env's ``profile.eval.temperature``).
-        top_p: Nucleus sampling (the env's ``profile.eval.top_p``).
         seeds: Evaluation seeds; their pools are concatenated.
-        max_new_tokens: Longest completion.
+        settings: Temperature, top-p and token budget (the env's ``profile.eval`` unless overridden).
         prompts_per_batch: Prompts sampled together.
         goal_weights: Per task, shape (d_t,): the goal-conditioning suffix written into its prompt
             (a goal-conditioned policy; see `goal_weights_for_eval`), or None.
@@ -181,16 +178,9 @@ def evaluate_policy(
     Raises:
         ConfigError: For a k asked for that is larger than the pools (samples, seeds and m decide their size).
     """
-    if goal_weights is not None and len(goal_weights) != len(tasks):
-        raise ValueError(f"goal_weights has {len(goal_weights)} vectors for {len(tasks)} tasks; give one per task.")
-    per_task = max(1, samples // m)
-    size = per_task * seeds * (m if mode == "multi" else 1)
-    too_large = [k for k in ks or () if k > size] if ks is not None and tuple(ks) != KS else []
-    if too_large:  # refused now, not after the sampling (pool_summary refuses it too)
-        raise ConfigError(
-            f"k = {', '.join(map(str, too_large))} is larger than the pools: {samples} samples x {seeds} seed(s) "
-            f"give {size} candidates per task ({mode} mode, m={m}); raise samples/seeds or ask for k <= {size}."
-        )
+    per_task = _completions_per_task(
+        tasks, mode=mode, m=m, samples=samples, seeds=seeds, goal_weights=goal_weights, ks=ks
+    )
     prompts = [
         policy.prompt_text(
             env.render_prompt(t, mode=mode, m=m, goal_weights=None if goal_weights is None else goal_weights[i])  # type: ignore[arg-type]
@@ -198,21 +188,12 @@ def evaluate_policy(
         for i, t in enumerate(tasks)
     ]
     pools = np.zeros((len(tasks), per_task * seeds, m, env.reward_spec.dim))
-    bad = 0
     sampler_bad = int(getattr(policy, "bad_completions", 0) or 0)  # completions a sampler could not get as text
+    bad = 0
     for seed in range(seeds):
         for start in range(0, len(tasks), prompts_per_batch):
             chunk = prompts[start : start + prompts_per_batch]
-            texts = list(
-                policy.sample(
-                    chunk,
-                    num_samples=per_task,
-                    max_new_tokens=max_new_tokens,
-                    temperature=temperature,
-                    top_p=top_p,
-                    seed=10_000 * seed + start,
-                )
-            )
+            texts = list(policy.sample(chunk, num_samples=per_task, settings=settings, seed=10_000 * seed + start))
             part = slice(start, start + len(chunk))
             bad += _score_batch(
                 env, tasks[part], texts, pools[part], seed=seed, per_task=per_task, name=name, mode=mode, log=log
@@ -222,29 +203,52 @@ def evaluate_policy(
     bad += int(getattr(policy, "bad_completions", 0) or 0) - sampler_bad
     if bad:
         log(f"{name}: {bad} completion(s) were missing or unscorable and count as all-zero reward rows")
-    task_pools = list(pools)
-    task_rows = [task_pool_metrics(env, t, p, mode=mode, ks=ks) for t, p in zip(tasks, task_pools, strict=True)]
-    metrics = pool_summary(env, tasks, task_pools, task_rows, mode=mode, ks=ks)
-    curve = pool_curve(env, tasks, task_pools, mode=mode)
-    errors = standard_errors(env, tasks, task_pools, task_rows, metrics)
-    settings = {
-        "samples": samples,
-        "seeds": seeds,
-        "temperature": temperature,
-        "top_p": top_p,
-        "max_new_tokens": max_new_tokens,
-    }
-    return EvalResult(
-        name=name,
-        mode=mode,
-        m=m,
-        rewards=pools,
-        metrics=metrics,
-        curve=curve,
-        bad_completions=bad,
-        settings=settings,
-        standard_errors={str(k): v for k, v in errors.items()},
-    )
+    result = EvalResult(name=name, mode=mode, m=m, rewards=pools, bad_completions=bad)
+    result.settings = {"samples": samples, "seeds": seeds, **settings.as_kwargs()}
+    _add_metrics(result, env, tasks, ks=ks)
+    return result
+
+
+def _completions_per_task(
+    tasks: Sequence[Task[Any]],
+    *,
+    mode: str,
+    m: int,
+    samples: int,
+    seeds: int,
+    goal_weights: Sequence[np.ndarray] | None,
+    ks: Sequence[int] | None,
+) -> int:
+    """The completions per task and seed, n = samples // m (at least 1), once the request is checked.
+
+    Raises:
+        ValueError: `goal_weights` without one vector per task.
+        ConfigError: A k asked for that is larger than the pools (refused now, not after the sampling;
+            `pool_summary` refuses it too).
+    """
+    if goal_weights is not None and len(goal_weights) != len(tasks):
+        raise ValueError(f"goal_weights has {len(goal_weights)} vectors for {len(tasks)} tasks; give one per task.")
+    per_task = max(1, samples // m)
+    size = per_task * seeds * (m if mode == "multi" else 1)
+    too_large = [k for k in ks or () if k > size] if ks is not None and tuple(ks) != KS else []
+    if too_large:
+        raise ConfigError(
+            f"k = {', '.join(map(str, too_large))} is larger than the pools: {samples} samples x {seeds} seed(s) "
+            f"give {size} candidates per task ({mode} mode, m={m}); raise samples/seeds or ask for k <= {size}."
+        )
+    return per_task
+
+
+def _add_metrics(
+    result: EvalResult, env: TextEnv[Any, Any], tasks: Sequence[Task[Any]], *, ks: Sequence[int] | None
+) -> None:
+    """Fill `result`'s metrics, best@k curve and standard errors from its pools (shape (T, n, m, d))."""
+    task_pools = list(result.rewards)
+    task_rows = [task_pool_metrics(env, t, p, mode=result.mode, ks=ks) for t, p in zip(tasks, task_pools, strict=True)]
+    result.metrics = pool_summary(env, tasks, task_pools, task_rows, mode=result.mode, ks=ks)
+    result.curve = pool_curve(env, tasks, task_pools, mode=result.mode)
+    errors = standard_errors(env, tasks, task_pools, task_rows, result.metrics)
+    result.standard_errors = {str(k): v for k, v in errors.items()}
 
 
 def _score_batch(

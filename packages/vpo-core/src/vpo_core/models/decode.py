@@ -19,6 +19,7 @@ sampling settings in their generation config use `generate` (`supports`).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -97,46 +98,27 @@ def sample_shared_prompts(
         those pads. At temperature 1 and top-p 1 that distribution is the model's own over every token
         but the pad: what `Policy.log_probs` computes, to float rounding.
     """
-    inner = model.model
-    layers = inner.layers
     n_prompts, length = prompt_ids.shape
-    group = rows_per_prompt
-    rows = n_prompts * group
+    rows = n_prompts * rows_per_prompt
     device = prompt_ids.device
-    positions = (prompt_mask.cumsum(dim=1) - 1).clamp(min=0)
-    prefill = model(
-        input_ids=prompt_ids, attention_mask=prompt_mask, position_ids=positions, logits_to_keep=1, use_cache=True
-    )
-    prompt_keys = [layer.keys for layer in prefill.past_key_values.layers]  # (P, H_kv, L, D) each, after rotary
-    prompt_values = [layer.values for layer in prefill.past_key_values.layers]
-    logits = prefill.logits[:, -1].float().repeat_interleave(group, dim=0)  # (N, V)
-    # the prompts' padding, as an additive bias on the scores, shape (P, 1, 1, L)
-    prompt_bias = torch.zeros(prompt_mask.shape, dtype=prompt_keys[0].dtype, device=device)
-    prompt_bias = prompt_bias.masked_fill(prompt_mask == 0, torch.finfo(prompt_bias.dtype).min)[:, None, None, :]
-    attention = layers[0].self_attn
-    head_dim, scaling = attention.head_dim, attention.scaling
-    kv_heads = prompt_keys[0].shape[1]
-    rep = model.config.num_attention_heads // kv_heads
-    own_keys = [prompt_keys[0].new_zeros(rows, kv_heads, max_new_tokens, head_dim) for _ in layers]
-    own_values = [prompt_keys[0].new_zeros(rows, kv_heads, max_new_tokens, head_dim) for _ in layers]
-    next_position = prompt_mask.sum(dim=1).repeat_interleave(group)  # (N,)
-
+    logits, cache = _prefill(model, prompt_ids, prompt_mask, group=rows_per_prompt, max_new_tokens=max_new_tokens)
+    next_position = prompt_mask.sum(dim=1).repeat_interleave(rows_per_prompt)  # (N,)
     suppress = torch.zeros(logits.shape[-1], dtype=torch.bool, device=device)
     suppress[pad_id] = True
     top_p_warper = TopPLogitsWarper(top_p=top_p) if top_p < 1.0 else None
     stop_tensor = torch.as_tensor(list(stop_ids), device=device)
     ids = torch.cat(
-        [prompt_ids.repeat_interleave(group, dim=0), prompt_ids.new_full((rows, max_new_tokens), pad_id)], 1
+        [
+            prompt_ids.repeat_interleave(rows_per_prompt, dim=0),
+            prompt_ids.new_full((rows, max_new_tokens), pad_id),
+        ],
+        1,
     )
     unfinished = torch.ones(rows, dtype=torch.long, device=device)
     token_log_probs = logits.new_zeros(rows, max_new_tokens)
     steps = 0
     for step in range(max_new_tokens):
-        scores = torch.where(suppress, -float("inf"), logits)
-        if temperature != 1.0:
-            scores = scores / temperature
-        if top_p_warper is not None:
-            scores = top_p_warper(ids[:, : length + step], scores)
+        scores = _processed_scores(logits, ids[:, : length + step], suppress, temperature, top_p_warper)
         token = torch.multinomial(F.softmax(scores, dim=-1), num_samples=1).squeeze(1)
         drawn = F.log_softmax(scores, dim=-1).gather(1, token[:, None]).squeeze(1)
         token_log_probs[:, step] = drawn.masked_fill(unfinished == 0, 0.0)
@@ -149,37 +131,108 @@ def sample_shared_prompts(
         unfinished = unfinished & ~done
         if step + 1 == max_new_tokens or int(unfinished.max()) == 0:
             break
-        logits = _decode_step(
-            model,
-            token,
-            next_position + step,
-            step,
-            prompt_keys,
-            prompt_values,
-            prompt_bias,
-            own_keys,
-            own_values,
-            group=group,
-            rep=rep,
-            scaling=scaling,
-        )
+        logits = _decode_step(model, token, next_position + step, step, cache)
     return ids[:, length : length + steps], token_log_probs[:, :steps]
 
 
+@dataclass(frozen=True)
+class _SharedCache:
+    """What each decode step attends to: every prompt's keys and values once for its G rows, each row's own.
+
+    Attributes:
+        prompt_keys: Per layer, the prompts' keys after rotary, shape (P, H_kv, L, D).
+        prompt_values: Per layer, the prompts' values, shape (P, H_kv, L, D).
+        prompt_bias: 0 for prompt tokens, the dtype's minimum for padding, shape (P, 1, 1, L).
+        own_keys: Per layer, each row's generated keys, shape (N, H_kv, T, D), T = max_new_tokens.
+        own_values: Per layer, each row's generated values, likewise.
+        group: Rows per prompt, G.
+        rep: Query heads per key/value head.
+        scaling: The attention's score scale.
+    """
+
+    prompt_keys: list[torch.Tensor]
+    prompt_values: list[torch.Tensor]
+    prompt_bias: torch.Tensor
+    own_keys: list[torch.Tensor]
+    own_values: list[torch.Tensor]
+    group: int
+    rep: int
+    scaling: float
+
+
+def _prefill(
+    model: Any, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, *, group: int, max_new_tokens: int
+) -> tuple[torch.Tensor, _SharedCache]:
+    """Run the prompts through the model once: the first new token's logits and the cache to decode with.
+
+    Args:
+        model: The model.
+        prompt_ids: Left-padded prompts, shape (P, L).
+        prompt_mask: Their attention mask (1 for tokens), shape (P, L).
+        group: Rows per prompt, G.
+        max_new_tokens: Most tokens per row (the size of the rows' own key/value slots).
+
+    Returns:
+        The logits of each row's first token, shape (N, V) in float32 (each prompt's repeated for its G
+        rows), and the `_SharedCache` holding the prompts' keys and values and zeroed slots for the rows'.
+    """
+    layers = model.model.layers
+    rows = prompt_ids.shape[0] * group
+    positions = (prompt_mask.cumsum(dim=1) - 1).clamp(min=0)
+    prefill = model(
+        input_ids=prompt_ids, attention_mask=prompt_mask, position_ids=positions, logits_to_keep=1, use_cache=True
+    )
+    prompt_keys = [layer.keys for layer in prefill.past_key_values.layers]  # (P, H_kv, L, D) each, after rotary
+    prompt_values = [layer.values for layer in prefill.past_key_values.layers]
+    logits = prefill.logits[:, -1].float().repeat_interleave(group, dim=0)  # (N, V)
+    # the prompts' padding, as an additive bias on the scores, shape (P, 1, 1, L)
+    prompt_bias = torch.zeros(prompt_mask.shape, dtype=prompt_keys[0].dtype, device=prompt_ids.device)
+    prompt_bias = prompt_bias.masked_fill(prompt_mask == 0, torch.finfo(prompt_bias.dtype).min)[:, None, None, :]
+    attention = layers[0].self_attn
+    head_dim, scaling = attention.head_dim, attention.scaling
+    kv_heads = prompt_keys[0].shape[1]
+    cache = _SharedCache(
+        prompt_keys=prompt_keys,
+        prompt_values=prompt_values,
+        prompt_bias=prompt_bias,
+        own_keys=[prompt_keys[0].new_zeros(rows, kv_heads, max_new_tokens, head_dim) for _ in layers],
+        own_values=[prompt_keys[0].new_zeros(rows, kv_heads, max_new_tokens, head_dim) for _ in layers],
+        group=group,
+        rep=model.config.num_attention_heads // kv_heads,
+        scaling=scaling,
+    )
+    return logits, cache
+
+
+def _processed_scores(
+    logits: torch.Tensor,
+    ids: torch.Tensor,
+    suppress: torch.Tensor,
+    temperature: float,
+    top_p_warper: TopPLogitsWarper | None,
+) -> torch.Tensor:
+    """The scores a token is drawn from, processed as `generate` does: pad suppressed, temperature, top-p.
+
+    Args:
+        logits: The next token's logits, shape (N, V) in float32.
+        ids: Each row's tokens so far (prompt and new), shape (N, L + t).
+        suppress: True for the tokens never sampled (the pad), shape (V,).
+        temperature: Sampling temperature (> 0).
+        top_p_warper: `transformers`' top-p warper, or None at top-p 1.
+
+    Returns:
+        The scores, shape (N, V).
+    """
+    scores = torch.where(suppress, -float("inf"), logits)
+    if temperature != 1.0:
+        scores = scores / temperature
+    if top_p_warper is not None:
+        scores = top_p_warper(ids, scores)
+    return scores
+
+
 def _decode_step(
-    model: Any,
-    token: torch.Tensor,
-    position: torch.Tensor,
-    step: int,
-    prompt_keys: list[torch.Tensor],
-    prompt_values: list[torch.Tensor],
-    prompt_bias: torch.Tensor,
-    own_keys: list[torch.Tensor],
-    own_values: list[torch.Tensor],
-    *,
-    group: int,
-    rep: int,
-    scaling: float,
+    model: Any, token: torch.Tensor, position: torch.Tensor, step: int, cache: _SharedCache
 ) -> torch.Tensor:
     """One token of every row through the model: the next logits, shape (N, V) in float32.
 
@@ -187,19 +240,12 @@ def _decode_step(
         model: The model.
         token: Each row's newest token, shape (N,).
         position: Its position id, shape (N,).
-        step: Its index among the new tokens (its slot in `own_keys`).
-        prompt_keys: Per layer, the prompts' keys, shape (P, H_kv, L, D); `prompt_values` likewise.
-        prompt_values: Per layer, the prompts' values.
-        prompt_bias: 0 for prompt tokens, the dtype's minimum for padding, shape (P, 1, 1, L).
-        own_keys: Per layer, each row's generated keys, shape (N, H_kv, T, D), written at `step`.
-        own_values: Per layer, each row's generated values, likewise.
-        group: Rows per prompt, G.
-        rep: Query heads per key/value head.
-        scaling: The attention's score scale.
+        step: Its index among the new tokens (its slot in `cache.own_keys`).
+        cache: The prompts' keys and values and the rows' own; the token's key and value are written at `step`.
     """
     inner = model.model
     rows = token.shape[0]
-    kv_heads, head_dim = prompt_keys[0].shape[1], prompt_keys[0].shape[3]
+    kv_heads, head_dim = cache.prompt_keys[0].shape[1], cache.prompt_keys[0].shape[3]
     hidden = inner.embed_tokens(token[:, None])  # (N, 1, hidden)
     cos, sin = inner.rotary_emb(hidden, position[:, None])
     for index, layer in enumerate(inner.layers):
@@ -209,17 +255,17 @@ def _decode_step(
         key = attention.k_proj(normed).view(rows, 1, -1, head_dim).transpose(1, 2)  # (N, H_kv, 1, D)
         value = attention.v_proj(normed).view(rows, 1, -1, head_dim).transpose(1, 2)
         query, key = apply_rotary_pos_emb(query, key, cos, sin)
-        own_keys[index][:, :, step] = key[:, :, 0]
-        own_values[index][:, :, step] = value[:, :, 0]
+        cache.own_keys[index][:, :, step] = key[:, :, 0]
+        cache.own_values[index][:, :, step] = value[:, :, 0]
         mixed = _shared_prompt_attention(
-            query.reshape(rows, kv_heads, rep, head_dim),
-            prompt_keys[index],
-            prompt_values[index],
-            prompt_bias,
-            own_keys[index][:, :, : step + 1],
-            own_values[index][:, :, : step + 1],
-            group=group,
-            scaling=scaling,
+            query.reshape(rows, kv_heads, cache.rep, head_dim),
+            cache.prompt_keys[index],
+            cache.prompt_values[index],
+            cache.prompt_bias,
+            cache.own_keys[index][:, :, : step + 1],
+            cache.own_values[index][:, :, : step + 1],
+            group=cache.group,
+            scaling=cache.scaling,
         )  # (N, H_kv, rep, D): head h = kv·rep + r, as the model's repeat_kv orders them
         hidden = hidden + attention.o_proj(mixed.reshape(rows, 1, -1))
         hidden = hidden + layer.mlp(layer.post_attention_layernorm(hidden))

@@ -52,6 +52,7 @@ from vpo_core.http_json import (
 )
 from vpo_core.models.chat import template_prefill, with_prefill
 from vpo_core.models.prefill import PROBE, PrefillError, ServerPrefill, served_by_vllm
+from vpo_core.models.settings import SamplingSettings
 from vpo_core.types import Message
 
 __all__ = ["SERVERS", "VLLM_ONLY_FIELDS", "EndpointError", "OpenAISampler"]
@@ -241,13 +242,13 @@ class OpenAISampler:
             return render_chat(self.tokenizer, messages, self.chat_template_kwargs)
         return json.dumps([dict(m) for m in messages])
 
-    def _payload(self, prompt: str, *, n: int, max_tokens: int, temperature: float, top_p: float, seed: int) -> dict:
+    def _payload(self, prompt: str, *, n: int, settings: SamplingSettings, seed: int) -> dict:
         payload: dict[str, Any] = {
             "model": self.model,
             "n": n,
-            "temperature": temperature,
-            "top_p": top_p,
-            "max_tokens": max_tokens,
+            "temperature": settings.temperature,
+            "top_p": settings.top_p,
+            "max_tokens": settings.max_new_tokens,
             "seed": seed,
         }
         if self.api == "chat":
@@ -293,29 +294,19 @@ class OpenAISampler:
         return texts
 
     def sample(
-        self,
-        prompts: Sequence[str],
-        *,
-        num_samples: int,
-        max_new_tokens: int,
-        temperature: float,
-        top_p: float = 1.0,
-        seed: int | None = None,
+        self, prompts: Sequence[str], *, num_samples: int, settings: SamplingSettings, seed: int | None = None
     ) -> list[str]:
-        """The P·num_samples whole assistant turns (prompt-major); a missing completion is the pre-fill alone."""
+        """The P·num_samples whole assistant turns (prompt-major); a missing completion is the pre-fill alone.
+
+        `vpo_core.evaluation.Sampler`'s signature: one request per prompt (``n`` = `num_samples`, `max_workers`
+        in flight), prompt i with request seed ``seed + i`` (None counts as 0).
+        """
         base = 0 if seed is None else seed
         path = "/chat/completions" if self.api == "chat" else "/completions"
 
         def one(i: int) -> list[str]:
-            payload = self._payload(
-                prompts[i],
-                n=num_samples,
-                max_tokens=max_new_tokens,
-                temperature=temperature,
-                top_p=top_p,
-                seed=base + i,
-            )
-            answer = self._request(path, payload, max_bytes=completion_limit(max_new_tokens, num_samples))
+            payload = self._payload(prompts[i], n=num_samples, settings=settings, seed=base + i)
+            answer = self._request(path, payload, max_bytes=completion_limit(settings.max_new_tokens, num_samples))
             texts = self._texts(answer, num_samples, self.base_url + path)
             if self.api == "chat":  # the server rendered the template: every prompt carries its pre-fill
                 prefill = (

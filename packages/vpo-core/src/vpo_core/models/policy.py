@@ -23,6 +23,7 @@ from transformers.generation.stopping_criteria import StopStringCriteria
 from vpo_core.errors import ConfigError, DataFileError, MissingDataError, UserError
 from vpo_core.models import decode
 from vpo_core.models.chat import render_chat, template_prefill, with_prefill
+from vpo_core.models.settings import SamplingSettings
 from vpo_core.types import Message
 
 __all__ = [
@@ -399,24 +400,14 @@ class Policy:
         return cache
 
     def sample(
-        self,
-        prompts: Sequence[str],
-        *,
-        num_samples: int,
-        max_new_tokens: int,
-        temperature: float,
-        top_p: float = 1.0,
-        seed: int | None = None,
+        self, prompts: Sequence[str], *, num_samples: int, settings: SamplingSettings, seed: int | None = None
     ) -> list[str]:
-        """The P·num_samples whole assistant turns of `generate` (prompt-major), for evaluation."""
-        texts, _, _ = self.generate(
-            prompts,
-            num_samples=num_samples,
-            max_new_tokens=max_new_tokens,
-            temperature=temperature,
-            top_p=top_p,
-            seed=seed,
-        )
+        """The P·num_samples whole assistant turns of `generate` (prompt-major), for evaluation.
+
+        `vpo_core.evaluation.Sampler`'s signature, as every sampler of the model floor; `seed` seeds torch's
+        sampling RNG (None keeps its current state).
+        """
+        texts, _, _ = self.generate(prompts, num_samples=num_samples, seed=seed, **settings.as_kwargs())
         return texts
 
     def response_mask(self, response: torch.Tensor) -> torch.Tensor:

@@ -1,7 +1,9 @@
 """The sampling settings of one use (training rollouts or evaluation), as one record.
 
-A sampler call spells them out as keywords (``sampler.sample(prompts, num_samples=G, **settings.as_kwargs())``);
-the run resolves them once, from its options or else the env's profile, and passes the record.
+Every sampler takes the record (``sampler.sample(prompts, num_samples=G, settings=settings, seed=s)``, the
+`vpo_core.evaluation.sampling.Sampler` signature); the token-level ``Policy.generate`` of the engines takes
+its fields as keywords (``**settings.as_kwargs()``). The run resolves the record once, from its options or
+else the env's profile, and passes it.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ __all__ = ["SamplingKwargs", "SamplingSettings"]
 
 
 class SamplingKwargs(TypedDict):
-    """The keywords of a sampler's ``sample``/``generate`` call that `SamplingSettings` fills."""
+    """The keywords of ``Policy.generate`` that `SamplingSettings` fills (also the keys of a run's stored settings)."""
 
     temperature: float
     top_p: float
@@ -79,5 +81,5 @@ class SamplingSettings:
         return dataclasses.replace(self, max_new_tokens=int(max_new_tokens))
 
     def as_kwargs(self) -> SamplingKwargs:
-        """The keywords of a sampler's ``sample``/``generate`` call (``temperature``, ``top_p``, ``max_new_tokens``)."""
+        """The keywords of ``Policy.generate`` (``temperature``, ``top_p``, ``max_new_tokens``)."""
         return {"temperature": self.temperature, "top_p": self.top_p, "max_new_tokens": self.max_new_tokens}

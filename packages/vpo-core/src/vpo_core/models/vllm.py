@@ -17,6 +17,7 @@ from typing import Any
 
 from vpo_core.models.chat import render_chat, template_prefill, with_prefill
 from vpo_core.models.policy import load_tokenizer
+from vpo_core.models.settings import SamplingSettings
 from vpo_core.types import Message
 
 __all__ = ["VllmSampler", "choose_backend", "completion_texts", "sampling_requests"]
@@ -61,9 +62,7 @@ def sampling_requests(
     prompt_ids: Sequence[Sequence[int]],
     *,
     num_samples: int,
-    max_new_tokens: int,
-    temperature: float,
-    top_p: float,
+    settings: SamplingSettings,
     seed: int,
     eos_token_id: int,
 ) -> list[dict[str, Any]]:
@@ -76,23 +75,21 @@ def sampling_requests(
     Args:
         prompt_ids: Token ids of P prompts.
         num_samples: Completions per prompt.
-        max_new_tokens: Longest completion.
-        temperature: Sampling temperature.
-        top_p: Nucleus sampling.
+        settings: Temperature, top-p and token budget (``max_tokens``).
         seed: Seed of the first prompt.
         eos_token_id: The tokenizer's end-of-sequence id.
 
     Returns:
         P dicts of SamplingParams fields.
     """
-    if num_samples < 1 or max_new_tokens < 1:
-        raise ValueError(f"num_samples and max_new_tokens must be >= 1, got {num_samples} and {max_new_tokens}.")
+    if num_samples < 1:
+        raise ValueError(f"num_samples must be >= 1, got {num_samples}.")
     return [
         {
             "n": num_samples,
-            "temperature": temperature,
-            "top_p": top_p,
-            "max_tokens": max_new_tokens,
+            "temperature": settings.temperature,
+            "top_p": settings.top_p,
+            "max_tokens": settings.max_new_tokens,
             "seed": seed + i,
             "stop_token_ids": [eos_token_id],
             "detokenize": False,
@@ -166,16 +163,12 @@ class VllmSampler:
         return render_chat(self.tokenizer, messages, self.chat_template_kwargs)
 
     def sample(
-        self,
-        prompts: Sequence[str],
-        *,
-        num_samples: int,
-        max_new_tokens: int,
-        temperature: float,
-        top_p: float = 1.0,
-        seed: int | None = None,
+        self, prompts: Sequence[str], *, num_samples: int, settings: SamplingSettings, seed: int | None = None
     ) -> list[str]:
-        """The P·num_samples whole assistant turns (prompt-major; the template's pre-fill included)."""
+        """The P·num_samples whole assistant turns (prompt-major; the template's pre-fill included).
+
+        `vpo_core.evaluation.Sampler`'s signature; prompt i samples with seed ``seed + i`` (None counts as 0).
+        """
         from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
 
@@ -183,9 +176,7 @@ class VllmSampler:
         requests = sampling_requests(
             prompt_ids,
             num_samples=num_samples,
-            max_new_tokens=max_new_tokens,
-            temperature=temperature,
-            top_p=top_p,
+            settings=settings,
             seed=0 if seed is None else seed,
             eos_token_id=self.tokenizer.eos_token_id,
         )

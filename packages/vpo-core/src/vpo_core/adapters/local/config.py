@@ -93,7 +93,8 @@ class TrainConfig:
     warmup_demos: int = option(
         1,
         "demonstrations per task in a warm-up step (warmup_batch / warmup_demos tasks, each prompt run once for "
-        "its demonstrations; 1: every example its own task)",
+        "its demonstrations; 1: every example its own task). 2 or 4 cut the default warm-up's CPU time by a third "
+        "or a half, but over 300 steps give a weaker warm start (fewer distinct mazes; BENCHMARKS.md)",
     )
     warmup_lr: float = option(2e-3, "warm-up learning rate (AdamW, linear warm-up and decay)")
     warmup_save_every: int = option(100, "save the warm-up every N steps (a stopped warm-up goes on from there)")

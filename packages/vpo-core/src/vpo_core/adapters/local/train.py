@@ -381,21 +381,6 @@ def token_budget(state: RunState, policy: Any) -> int:
     return min(budget, int(max(lengths) * 1.25) + 8) if lengths else budget
 
 
-class _ProgressSampler:
-    """A sampler that advances a progress bar by the prompts it samples (wraps `Policy`)."""
-
-    def __init__(self, policy: Any, bar: Any) -> None:
-        self.policy, self.bar = policy, bar
-
-    def prompt_text(self, messages: Any) -> str:
-        return str(self.policy.prompt_text(messages))
-
-    def sample(self, prompts: Any, **kwargs: Any) -> list[str]:
-        texts = self.policy.sample(prompts, **kwargs)
-        self.bar.update(len(prompts))
-        return list(texts)
-
-
 def eval_settings(state: RunState) -> dict[str, Any]:
     """What an evaluation depends on besides the model: the key its ``eval_<which>.json`` is stored under.
 
@@ -438,7 +423,7 @@ def evaluate_phase(state: RunState, policy: Any, *, which: str, model: str) -> A
     with state.timed(f"eval_{which}"):
         bar = _progress(len(state.test_tasks) * config.eval_seeds, f"evaluate {name}")
         result = evaluate_policy(
-            _ProgressSampler(policy, bar),
+            policy,
             state.env,
             state.test_tasks,
             name=name,
@@ -446,7 +431,8 @@ def evaluate_phase(state: RunState, policy: Any, *, which: str, model: str) -> A
             m=state.m,
             samples=config.eval_samples,
             seeds=config.eval_seeds,
-            **state.evaluation.as_kwargs(),
+            settings=state.evaluation,
+            progress=bar.update,
         )
         bar.close()
     state.run_dir.write_eval(which, {"metrics": result.metrics, "curve": result.curve}, model=model, settings=settings)

@@ -80,11 +80,7 @@ def warm_up(
             demonstrations.
         RunDirError: If the `resume` state does not fit the model or the schedule.
     """
-    if demos_per_task < 1 or batch_size % demos_per_task:
-        raise ConfigError(
-            f"warmup_batch={batch_size} must be a multiple of warmup_demos={demos_per_task} (demonstrations per "
-            "task in a warm-up step), e.g. warmup_batch=16 warmup_demos=2."
-        )
+    _check_demos(batch_size, demos_per_task)
     rng = np.random.default_rng([seed, 7])
     tok = policy.tokenizer
     prompts = {task.id: policy.prompt_text(env.render_prompt(task, mode=mode, m=m)) for task in tasks}  # type: ignore[arg-type]
@@ -93,36 +89,13 @@ def warm_up(
     losses: list[float] = []
     first = 0
     if resume is not None:
-        try:  # the state comes from a file (`RunDir.read_warmup` checked its shape); torch checks it fits
-            optimizer.load_state_dict(resume["optimizer"])
-            schedule.load_state_dict(resume["schedule"])
-            rng.bit_generator.state = resume["rng"]
-            torch.set_rng_state(resume["torch_rng"])
-        except STATE_MISFIT_ERRORS as exc:  # torch's checks of the saved state only
-            raise RunDirError(
-                f"the saved warm-up state does not fit this model ({type(exc).__name__}: {str(exc)[:200]}); delete "
-                "the run directory's warmup/ folder to restart the warm-up from its first step."
-            ) from None
+        _restore(resume, optimizer, schedule, rng)
         losses, first = list(resume["losses"]), int(resume["step"])
     policy.model.train()
     for step in range(first, steps):
         batch = [tasks[int(i)] for i in rng.integers(len(tasks), size=batch_size // demos_per_task)]
-        texts: list[str] = []  # the step's distinct prompts
-        completions: list[str] = []
-        row_prompt: list[int] = []  # the index in texts of each completion's prompt
-        for task in batch:
-            drawn = [env.demonstration(task, mode=mode, m=m, rng=rng) for _ in range(demos_per_task)]  # type: ignore[arg-type]
-            drawn = [completion for completion in drawn if completion is not None]
-            if not drawn:
-                continue
-            texts.append(prompts[task.id])
-            completions.extend(completion + tok.eos_token for completion in drawn)
-            row_prompt.extend([len(texts) - 1] * len(drawn))
-        if not texts:
-            raise ConfigError(
-                f"{env.env_id} offers no demonstrations or reference completions to warm up on; pass "
-                "model=<a warm-started model dir> or warmup_steps=0."
-            )
+        texts, completions, row_prompt = _draw_examples(env, batch, prompts, mode, m, demos_per_task, rng)
+        completions = [completion + tok.eos_token for completion in completions]
         prompt_ids = tok(texts, add_special_tokens=False)["input_ids"]
         completion_ids = tok(completions, add_special_tokens=False)["input_ids"]
         if demos_per_task == 1:
@@ -138,18 +111,96 @@ def warm_up(
         if log is not None:
             log(step, losses[-1])
         if save is not None and (step + 1) % save_every == 0 and step + 1 < steps:
-            save(
-                {
-                    "step": step + 1,
-                    "optimizer": optimizer.state_dict(),
-                    "schedule": schedule.state_dict(),
-                    "rng": rng.bit_generator.state,
-                    "torch_rng": torch.get_rng_state(),
-                    "losses": losses,
-                }
-            )
+            save(_state(step + 1, optimizer, schedule, rng, losses))
     policy.model.eval()
     return losses
+
+
+def _check_demos(batch_size: int, demos_per_task: int) -> None:
+    """Refuse a step size that is not a whole number of tasks' demonstrations (`ConfigError`)."""
+    if demos_per_task < 1 or batch_size % demos_per_task:
+        raise ConfigError(
+            f"warmup_batch={batch_size} must be a multiple of warmup_demos={demos_per_task} (demonstrations per "
+            "task in a warm-up step), e.g. warmup_batch=16 warmup_demos=2."
+        )
+
+
+def _state(
+    step: int,
+    optimizer: torch.optim.Optimizer,
+    schedule: torch.optim.lr_scheduler.LRScheduler,
+    rng: np.random.Generator,
+    losses: list[float],
+) -> dict[str, Any]:
+    """The saved warm-up state after `step` steps: tensors and plain data only (``weights_only`` loads it)."""
+    return {
+        "step": step,
+        "optimizer": optimizer.state_dict(),
+        "schedule": schedule.state_dict(),
+        "rng": rng.bit_generator.state,
+        "torch_rng": torch.get_rng_state(),
+        "losses": losses,
+    }
+
+
+def _restore(
+    resume: dict[str, Any],
+    optimizer: torch.optim.Optimizer,
+    schedule: torch.optim.lr_scheduler.LRScheduler,
+    rng: np.random.Generator,
+) -> None:
+    """Load a saved warm-up state into the optimizer, the schedule and the random states (in place).
+
+    Raises:
+        RunDirError: If the state does not fit the model or the schedule (torch's own checks).
+    """
+    try:  # the state comes from a file (`RunDir.read_warmup` checked its shape); torch checks it fits
+        optimizer.load_state_dict(resume["optimizer"])
+        schedule.load_state_dict(resume["schedule"])
+        rng.bit_generator.state = resume["rng"]
+        torch.set_rng_state(resume["torch_rng"])
+    except STATE_MISFIT_ERRORS as exc:  # torch's checks of the saved state only
+        raise RunDirError(
+            f"the saved warm-up state does not fit this model ({type(exc).__name__}: {str(exc)[:200]}); delete "
+            "the run directory's warmup/ folder to restart the warm-up from its first step."
+        ) from None
+
+
+def _draw_examples(
+    env: TextEnv[Any, Any],
+    batch: Sequence[Task[Any]],
+    prompts: dict[str, str],
+    mode: str,
+    m: int,
+    demos_per_task: int,
+    rng: np.random.Generator,
+) -> tuple[list[str], list[str], list[int]]:
+    """One step's examples: each drawn task's demonstrations (tasks without one are passed over).
+
+    Returns:
+        (the step's distinct prompt texts, the completions (without EOS), the index in the prompt texts of
+        each completion's prompt).
+
+    Raises:
+        ConfigError: If no task of the step has a demonstration.
+    """
+    texts: list[str] = []
+    completions: list[str] = []
+    row_prompt: list[int] = []
+    for task in batch:
+        drawn = [env.demonstration(task, mode=mode, m=m, rng=rng) for _ in range(demos_per_task)]  # type: ignore[arg-type]
+        kept = [completion for completion in drawn if completion is not None]
+        if not kept:
+            continue
+        texts.append(prompts[task.id])
+        completions.extend(kept)
+        row_prompt.extend([len(texts) - 1] * len(kept))
+    if not texts:
+        raise ConfigError(
+            f"{env.env_id} offers no demonstrations or reference completions to warm up on; pass "
+            "model=<a warm-started model dir> or warmup_steps=0."
+        )
+    return texts, completions, row_prompt
 
 
 def completion_loss(

@@ -437,7 +437,7 @@ def evaluate_model(config: TRLTrainConfig, p: Prepared, model_dir: Path, *, whic
         m=p.m,
         samples=config.eval_samples,
         seeds=config.eval_seeds,
-        **p.evaluation.as_kwargs(),
+        settings=p.evaluation,
     )
     p.timings[f"eval_{which}"] = round(time.perf_counter() - started, 1)
     _log(

@@ -1,0 +1,167 @@
+"""The warm-up's shared-prompt loss (several demonstrations of one task, its prompt run once) equals the plain
+loss over every prompt + demonstration row, and ``warmup_demos`` draws what it says.
+
+Float32 computations of different shapes round differently, so values are compared relative to their tensor's
+scale, with a margin of about 100 over what this machine measured."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+import vpo_core
+from vpo_core.adapters.local.config import parse_overrides
+from vpo_core.adapters.local.warmup import completion_loss, shared_completion_loss, warm_up
+from vpo_core.errors import ConfigError
+from vpo_core.models.policy import new_policy
+
+TEXTS = ["go left then right", "UP DOWN LEFT RIGHT <route_1> </route_1>", "a maze of 9 by 9 cells"] * 4
+
+
+def _policy():
+    """A tiny random model with large weights, so a prompt's cache reaching the wrong rows changes the loss."""
+    policy = new_policy(TEXTS, vocab_size=300, hidden_size=32, layers=2, heads=2, seed=0, max_positions=128)
+    with torch.no_grad():
+        for name, parameter in policy.model.named_parameters():
+            if "norm" not in name:
+                parameter.normal_(std=0.3)
+    return policy
+
+
+def _assert_close_to_scale(got, want, rel, msg=""):
+    """Every element of `got` within `rel` times the largest magnitude in `want`."""
+    assert got.shape == want.shape, msg
+    scale = float(want.abs().max())
+    error = float((got - want).abs().max())
+    assert error <= rel * scale, f"{msg}: max |difference| {error:.3g} > {rel:g} x max |value| {scale:.3g}"
+
+
+def _loss_and_grads(policy, loss_fn, *args):
+    policy.model.zero_grad()
+    loss = loss_fn(policy, *args)
+    loss.backward()
+    return loss.detach(), [p.grad.clone() for p in policy.model.parameters()]
+
+
+def test_shared_prompt_loss_and_gradients_equal_the_plain_rows():
+    policy = _policy()
+    tok = policy.tokenizer
+    prompts = tok(["go left", "a maze of 9 by 9 cells then go", "UP"], add_special_tokens=False)["input_ids"]
+    completions = tok(
+        ["RIGHT DOWN<|end|>", "UP<|end|>", "LEFT LEFT LEFT DOWN<|end|>", "DOWN<|end|>", "RIGHT<|end|>", "UP UP<|end|>"],
+        add_special_tokens=False,
+    )["input_ids"]
+    row_prompt = [2, 0, 0, 1, 2, 0]  # shuffled; prompt 1 has one completion, prompt 0 three
+    assert len({len(p) for p in prompts}) == 3
+    assert len({len(c) for c in completions}) >= 3
+
+    shared, shared_grads = _loss_and_grads(policy, shared_completion_loss, prompts, completions, row_prompt)
+    plain, plain_grads = _loss_and_grads(policy, completion_loss, [prompts[i] for i in row_prompt], completions)
+    _assert_close_to_scale(shared, plain, 1e-5)
+    for (name, _), got, want in zip(policy.model.named_parameters(), shared_grads, plain_grads, strict=True):
+        _assert_close_to_scale(got, want, 1e-5, name)  # measured about 1e-7 of the largest gradient
+
+    # the cache must reach the right rows: pairing the completions with other prompts changes the loss
+    wrong, _ = _loss_and_grads(policy, shared_completion_loss, prompts, completions, [0, 1, 2, 2, 1, 0])
+    assert abs(float(wrong) - float(plain)) > 1e-3
+
+
+def test_shared_prompt_loss_with_one_token_completions():
+    policy = _policy()
+    tok = policy.tokenizer
+    prompts = tok(["go left", "UP"], add_special_tokens=False)["input_ids"]
+    completions = [[tok.eos_token_id], [tok.eos_token_id], [tok.eos_token_id]]
+    shared, _ = _loss_and_grads(policy, shared_completion_loss, prompts, completions, [1, 0, 1])
+    plain, _ = _loss_and_grads(policy, completion_loss, [prompts[1], prompts[0], prompts[1]], completions)
+    _assert_close_to_scale(shared, plain, 1e-5)
+
+
+def test_shared_prompt_loss_refuses_rows_without_a_prompt():
+    policy = _policy()
+    with pytest.raises(ValueError, match="row_prompt needs one index in \\[0, 1\\) per completion"):
+        shared_completion_loss(policy, [[5, 6]], [[7, 8], [9]], [0, 1])
+
+
+class _CountingMaze:
+    """maze-v1 that records the task of every demonstration drawn (a real env; only the calls are counted)."""
+
+    def __init__(self, **options: Any) -> None:
+        self.env = vpo_core.make("maze-v1", **options)
+        self.drawn: list[int] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.env, name)
+
+    def demonstration(self, task: Any, **kwargs: Any) -> str | None:
+        self.drawn.append(task.index)
+        return self.env.demonstration(task, **kwargs)
+
+
+def _maze_policy(env):
+    tasks = env.tasks("train")
+    rng = np.random.default_rng(0)
+    texts = [env.render_prompt(t, mode="single", m=1)[0]["content"] for t in tasks]
+    texts += [env.demonstration(t, mode="single", m=1, rng=rng) for t in tasks]
+    return new_policy(texts * 3, vocab_size=400, hidden_size=32, layers=1, heads=2, seed=0, max_positions=1024)
+
+
+def test_warm_up_draws_each_task_demos_per_task_times_and_trains_on_them():
+    env = _CountingMaze(train_size=8, test_size=2)
+    tasks = env.tasks("train")
+    policy = _maze_policy(env.env)
+    before = [p.detach().clone() for p in policy.model.parameters()]
+    losses = warm_up(policy, env, tasks, mode="single", m=1, steps=6, batch_size=4, lr=3e-3, seed=0, demos_per_task=2)
+    assert len(losses) == 6
+    assert np.all(np.isfinite(losses))
+    assert len(env.drawn) == 6 * 4
+    pairs = np.asarray(env.drawn).reshape(-1, 2)  # 2 tasks a step, each drawn twice in a row
+    assert np.all(pairs[:, 0] == pairs[:, 1])
+    assert len(set(pairs[:, 0].tolist())) > 1
+    assert all(not torch.equal(a, b) for a, b in zip(before, policy.model.parameters(), strict=True))
+
+
+def test_one_demo_per_task_draws_like_before():
+    """warmup_demos=1 keeps the plain path and the draws of a batch of distinct examples."""
+    env = _CountingMaze(train_size=8, test_size=2)
+    tasks = env.tasks("train")
+    policy = _maze_policy(env.env)
+    warm_up(policy, env, tasks, mode="single", m=1, steps=3, batch_size=4, lr=3e-3, seed=0)
+    rng = np.random.default_rng([0, 7])
+    expected = []
+    for _ in range(3):
+        batch = rng.integers(len(tasks), size=4)
+        for i in batch:
+            expected.append(tasks[int(i)].index)
+            env.env.demonstration(tasks[int(i)], mode="single", m=1, rng=rng)
+    assert env.drawn == expected
+
+
+def test_batch_must_be_a_multiple_of_demos_per_task():
+    env = vpo_core.make("maze-v1", train_size=4, test_size=2)
+    policy = _maze_policy(env)
+    with pytest.raises(ConfigError, match="warmup_batch=6 must be a multiple of warmup_demos=4"):
+        warm_up(
+            policy,
+            env,
+            env.tasks("train"),
+            mode="single",
+            m=1,
+            steps=1,
+            batch_size=6,
+            lr=1e-3,
+            seed=0,
+            demos_per_task=4,
+        )
+    with pytest.raises(ValueError, match="warmup_batch must be a multiple of warmup_demos"):
+        parse_overrides(["warmup_batch=6", "warmup_demos=4"])
+
+
+def test_a_run_saved_before_warmup_demos_resumes_with_one_demo_per_task():
+    config = parse_overrides(["warmup_demos=1"])
+    saved = config.identity()
+    del saved["warmup_demos"]  # config.json written before the option existed
+    assert config.conflicts(saved) == {}
+    assert parse_overrides(["warmup_demos=2"]).conflicts(saved) == {"warmup_demos": (1, 2)}
