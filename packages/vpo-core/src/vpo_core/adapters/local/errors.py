@@ -1,13 +1,13 @@
-"""Errors of the local engine, in a module that imports nothing heavy (the CLI catches them before torch loads).
+"""The local engine's own error, in a module that imports nothing heavy (the CLI catches it before torch loads).
 
-The project's user-error types are `vpo_core.errors`'; they are re-exported here for the engine's imports.
+The project's user-error types are `vpo_core.errors`'; import them from there.
 """
 
 from __future__ import annotations
 
-from vpo_core.errors import ConfigError, DataFileError, MissingDataError, RunDirError, UserError
+from vpo_core.errors import UserError
 
-__all__ = ["ConfigError", "DataFileError", "MissingDataError", "NonFiniteLossError", "RunDirError", "UserError"]
+__all__ = ["NonFiniteLossError"]
 
 
 class NonFiniteLossError(UserError, ValueError):
