@@ -298,7 +298,7 @@ def _method_target(label: str, model_dir: Path | None, config: EvalConfig) -> Ta
     try:
         check_mode_m(mode, m)
     except ValueError as exc:  # the prompt-mode rule, written once in vpo_core.methods
-        hint = f" Drop m={m} or pass mode=multi." if mode == "single" else ""
+        hint = f" (drop m={m} or pass mode=multi)" if mode == "single" else ""
         raise ConfigError(f"{exc}{hint}") from None
     return Target(label, model_dir, mode, m, False)
 
