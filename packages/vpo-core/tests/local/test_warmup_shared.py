@@ -6,6 +6,8 @@ scale, with a margin of about 100 over what this machine measured."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -18,25 +20,8 @@ from vpo_core.adapters.local.warmup import completion_loss, shared_completion_lo
 from vpo_core.errors import ConfigError
 from vpo_core.models.policy import new_policy
 
-TEXTS = ["go left then right", "UP DOWN LEFT RIGHT <route_1> </route_1>", "a maze of 9 by 9 cells"] * 4
-
-
-def _policy():
-    """A tiny random model with large weights, so a prompt's cache reaching the wrong rows changes the loss."""
-    policy = new_policy(TEXTS, vocab_size=300, hidden_size=32, layers=2, heads=2, seed=0, max_positions=128)
-    with torch.no_grad():
-        for name, parameter in policy.model.named_parameters():
-            if "norm" not in name:
-                parameter.normal_(std=0.3)
-    return policy
-
-
-def _assert_close_to_scale(got, want, rel, msg=""):
-    """Every element of `got` within `rel` times the largest magnitude in `want`."""
-    assert got.shape == want.shape, msg
-    scale = float(want.abs().max())
-    error = float((got - want).abs().max())
-    assert error <= rel * scale, f"{msg}: max |difference| {error:.3g} > {rel:g} x max |value| {scale:.3g}"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "model_support"))
+from tiny_models import assert_close_to_scale, sharp_tiny_policy
 
 
 def _loss_and_grads(policy, loss_fn, *args):
@@ -47,7 +32,7 @@ def _loss_and_grads(policy, loss_fn, *args):
 
 
 def test_shared_prompt_loss_and_gradients_equal_the_plain_rows():
-    policy = _policy()
+    policy = sharp_tiny_policy()
     tok = policy.tokenizer
     prompts = tok(["go left", "a maze of 9 by 9 cells then go", "UP"], add_special_tokens=False)["input_ids"]
     completions = tok(
@@ -60,9 +45,9 @@ def test_shared_prompt_loss_and_gradients_equal_the_plain_rows():
 
     shared, shared_grads = _loss_and_grads(policy, shared_completion_loss, prompts, completions, row_prompt)
     plain, plain_grads = _loss_and_grads(policy, completion_loss, [prompts[i] for i in row_prompt], completions)
-    _assert_close_to_scale(shared, plain, 1e-5)
+    assert_close_to_scale(shared, plain, 1e-5)
     for (name, _), got, want in zip(policy.model.named_parameters(), shared_grads, plain_grads, strict=True):
-        _assert_close_to_scale(got, want, 1e-5, name)  # measured about 1e-7 of the largest gradient
+        assert_close_to_scale(got, want, 1e-5, name)  # measured about 1e-7 of the largest gradient
 
     # the cache must reach the right rows: pairing the completions with other prompts changes the loss
     wrong, _ = _loss_and_grads(policy, shared_completion_loss, prompts, completions, [0, 1, 2, 2, 1, 0])
@@ -70,17 +55,17 @@ def test_shared_prompt_loss_and_gradients_equal_the_plain_rows():
 
 
 def test_shared_prompt_loss_with_one_token_completions():
-    policy = _policy()
+    policy = sharp_tiny_policy()
     tok = policy.tokenizer
     prompts = tok(["go left", "UP"], add_special_tokens=False)["input_ids"]
     completions = [[tok.eos_token_id], [tok.eos_token_id], [tok.eos_token_id]]
     shared, _ = _loss_and_grads(policy, shared_completion_loss, prompts, completions, [1, 0, 1])
     plain, _ = _loss_and_grads(policy, completion_loss, [prompts[1], prompts[0], prompts[1]], completions)
-    _assert_close_to_scale(shared, plain, 1e-5)
+    assert_close_to_scale(shared, plain, 1e-5)
 
 
 def test_shared_prompt_loss_refuses_rows_without_a_prompt():
-    policy = _policy()
+    policy = sharp_tiny_policy()
     with pytest.raises(ValueError, match="row_prompt needs one index in \\[0, 1\\) per completion"):
         shared_completion_loss(policy, [[5, 6]], [[7, 8], [9]], [0, 1])
 

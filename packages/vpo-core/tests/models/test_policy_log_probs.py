@@ -8,32 +8,16 @@ one machine's rounding happens to meet."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import torch
 import torch.nn.functional as F
 
 from vpo_core.adapters.local.warmup import completion_loss
-from vpo_core.models.policy import new_policy
 
-TEXTS = ["go left then right", "UP DOWN LEFT RIGHT <route_1> </route_1>", "a maze of 9 by 9 cells"] * 4
-
-
-def _policy():
-    """A tiny random model whose next-token distribution depends strongly on the context (large weights),
-    so a prompt's cache reaching the wrong rows changes what is sampled."""
-    policy = new_policy(TEXTS, vocab_size=300, hidden_size=32, layers=2, heads=2, seed=0, max_positions=128)
-    with torch.no_grad():
-        for name, parameter in policy.model.named_parameters():
-            if "norm" not in name:
-                parameter.normal_(std=0.3)
-    return policy
-
-
-def _assert_close_to_scale(got, want, rel, msg=""):
-    """Every element of `got` within `rel` times the largest magnitude in `want`."""
-    assert got.shape == want.shape, msg
-    scale = float(want.abs().max())
-    error = float((got - want).abs().max())
-    assert error <= rel * scale, f"{msg}: max |difference| {error:.3g} > {rel:g} x max |value| {scale:.3g}"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "model_support"))
+from tiny_models import assert_close_to_scale, sharp_tiny_policy
 
 
 def _full_forward_log_probs(policy, prompt_ids, response):
@@ -65,7 +49,7 @@ def _batch(policy, group: int):
 
 
 def test_shared_prompt_log_probs_equal_a_full_forward_in_value_and_gradient():
-    policy = _policy()
+    policy = sharp_tiny_policy()
     prompt_ids, response = _batch(policy, group=4)
     assert (prompt_ids == policy.tokenizer.pad_token_id).any()  # left padding is exercised
 
@@ -80,26 +64,26 @@ def test_shared_prompt_log_probs_equal_a_full_forward_in_value_and_gradient():
     assert shared.shape == response.shape
     assert entropy is not None
     assert entropy.shape == response.shape
-    _assert_close_to_scale(shared, full, 1e-5)  # measured 8e-8 of max |log p| = 11
+    assert_close_to_scale(shared, full, 1e-5)  # measured 8e-8 of max |log p| = 11
     for (name, _), got, want in zip(policy.model.named_parameters(), shared_grads, full_grads, strict=True):
-        _assert_close_to_scale(got, want, 1e-4, name)  # measured 1.1e-6 of the largest gradient
+        assert_close_to_scale(got, want, 1e-4, name)  # measured 1.1e-6 of the largest gradient
 
 
 def test_log_probs_of_distinct_prompts_and_one_token_responses():
-    policy = _policy()
+    policy = sharp_tiny_policy()
     prompt_ids, response = _batch(policy, group=1)  # no sharing at all
     with torch.no_grad():
-        _assert_close_to_scale(
+        assert_close_to_scale(
             policy.log_probs(prompt_ids, response)[0], _full_forward_log_probs(policy, prompt_ids, response), 1e-5
         )
         one = response[:, :1]
-        _assert_close_to_scale(
+        assert_close_to_scale(
             policy.log_probs(prompt_ids, one)[0], _full_forward_log_probs(policy, prompt_ids, one), 1e-5
         )
 
 
 def test_generate_with_shared_prompt_prefill_samples_what_plain_generate_samples():
-    policy = _policy()
+    policy = sharp_tiny_policy()
     prompts = ["go left", "a maze of 9 by 9 cells then go", "UP"]  # different lengths: left padding
     texts, prompt_ids, response = policy.generate(prompts, num_samples=4, max_new_tokens=12, temperature=1.0, seed=3)
 
@@ -140,7 +124,7 @@ def _right_padded_completion_loss(policy, prompt_ids, completion_ids):
 
 
 def test_warm_up_loss_on_the_last_positions_equals_the_loss_over_every_position():
-    policy = _policy()
+    policy = sharp_tiny_policy()
     tok = policy.tokenizer
     prompts = tok(["go left", "a maze of 9 by 9 cells then go", "UP"], add_special_tokens=False)["input_ids"]
     completions = tok(["RIGHT DOWN<|end|>", "UP<|end|>", "LEFT LEFT LEFT DOWN<|end|>"], add_special_tokens=False)
@@ -153,6 +137,6 @@ def test_warm_up_loss_on_the_last_positions_equals_the_loss_over_every_position(
     policy.model.zero_grad()
     reference = _right_padded_completion_loss(policy, prompts, completions)
     reference.backward()
-    _assert_close_to_scale(loss, reference, 1e-5)
+    assert_close_to_scale(loss, reference, 1e-5)
     for (name, parameter), got in zip(policy.model.named_parameters(), grads, strict=True):
-        _assert_close_to_scale(got, parameter.grad, 1e-4, name)  # measured 3.4e-7 of the largest gradient
+        assert_close_to_scale(got, parameter.grad, 1e-4, name)  # measured 3.4e-7 of the largest gradient
