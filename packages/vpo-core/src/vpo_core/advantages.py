@@ -177,6 +177,28 @@ class AdvantageConfig:
         config.check_size(groups=groups, group_size=group_size)
         return config
 
+    @classmethod
+    def from_run(cls, run: Any) -> AdvantageConfig:
+        """`parse` of an engine's run config (the local `TrainConfig`, TRL's config).
+
+        `run` is any record with the option names as attributes: ``method``, ``m``, ``seed``, ``num_weights``,
+        ``alpha``, ``weight_sampler``, ``std``, ``prompts_per_step``, ``group_size``.
+
+        Raises:
+            ValueError: As `parse`.
+        """
+        return cls.parse(
+            run.method,
+            m=run.m,
+            seed=run.seed,
+            num_weights=run.num_weights,
+            alpha=run.alpha,
+            weight_sampler=run.weight_sampler,
+            std=run.std,
+            groups=run.prompts_per_step,
+            group_size=run.group_size,
+        )
+
     def check_size(self, *, groups: int, group_size: int, d: int = 1) -> None:
         """Refuse a batch shape whose weight draws and scores would exceed `vpo_core.weights.MAX_DRAW_BYTES`.
 

@@ -35,6 +35,7 @@ __all__ = [
     "load_policy",
     "load_tokenizer",
     "new_policy",
+    "shared_prompt_logits",
 ]
 
 BOS, EOS, PAD = "<|bos|>", "<|end|>", "<|pad|>"
@@ -457,28 +458,49 @@ class Policy:
         pad = self.tokenizer.pad_token_id
         prompts, row_prompt = torch.unique(prompt_ids, dim=0, return_inverse=True)  # (U, L_p), (N,)
         prompt_mask = (prompts != pad).long()
-        prompt_out = self.model(
-            input_ids=prompts,
-            attention_mask=prompt_mask,
-            position_ids=left_padded_positions(prompt_mask),
-            use_cache=True,
-            logits_to_keep=1,  # the last prompt position predicts the first response token
-        )
-        cache = prompt_out.past_key_values
-        cache.batch_select_indices(row_prompt)  # (U, ...) -> (N, ...): a gather, so gradients sum per prompt
-        first = prompt_out.logits[row_prompt]  # (N, 1, V)
-        if response.shape[1] == 1:
-            return first
-        row_mask = prompt_mask[row_prompt]
-        steps = torch.arange(response.shape[1] - 1, device=response.device)
-        rest = self.model(
-            input_ids=response[:, :-1],
-            attention_mask=torch.cat([row_mask, torch.ones_like(response[:, :-1])], dim=1),
-            position_ids=row_mask.sum(dim=1, keepdim=True) + steps,
-            past_key_values=cache,
-            use_cache=True,
-        ).logits  # (N, L_r - 1, V): position t predicts response token t + 1
-        return torch.cat([first, rest], dim=1)
+        return shared_prompt_logits(self.model, prompts, prompt_mask, row_prompt, response)
+
+
+def shared_prompt_logits(
+    model: Any, prompts: torch.Tensor, prompt_mask: torch.Tensor, rows: torch.Tensor, tokens: torch.Tensor
+) -> torch.Tensor:
+    """The logits predicting each row's tokens, each distinct prompt run once (with gradients).
+
+    The prompts run left-padded in one pass that keeps their key/value cache; the cache is gathered to the
+    rows (so a prompt's gradients sum over its rows), and each row's tokens run after it.
+
+    Args:
+        model: A causal LM (``transformers``).
+        prompts: The distinct prompts, left-padded, shape (U, L_p).
+        prompt_mask: Their attention mask, shape (U, L_p).
+        rows: Each row's prompt index, shape (N,).
+        tokens: Each row's tokens after its prompt, right-padded, shape (N, L).
+
+    Returns:
+        Logits, shape (N, L, V): position t predicts token t.
+    """
+    prompt_out = model(
+        input_ids=prompts,
+        attention_mask=prompt_mask,
+        position_ids=left_padded_positions(prompt_mask),
+        use_cache=True,
+        logits_to_keep=1,  # the last prompt position predicts the first token
+    )
+    cache = prompt_out.past_key_values
+    cache.batch_select_indices(rows)  # (U, ...) -> (N, ...): a gather, so gradients sum per prompt
+    first = prompt_out.logits[rows]  # (N, 1, V)
+    if tokens.shape[1] == 1:
+        return first
+    row_mask = prompt_mask[rows]
+    steps = torch.arange(tokens.shape[1] - 1, device=tokens.device)
+    rest = model(
+        input_ids=tokens[:, :-1],  # right padding comes after a row's tokens: causal attention ignores it
+        attention_mask=torch.cat([row_mask, torch.ones_like(tokens[:, :-1])], dim=1),
+        position_ids=row_mask.sum(dim=1, keepdim=True) + steps,
+        past_key_values=cache,
+        use_cache=True,
+    ).logits  # (N, L - 1, V): position t predicts token t + 1
+    return torch.cat([first, rest], dim=1)
 
 
 def new_policy(

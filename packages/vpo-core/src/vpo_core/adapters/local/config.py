@@ -180,17 +180,7 @@ class TrainConfig:
             raise ValueError(f"heads must divide hidden_size, got hidden_size={self.hidden_size} heads={self.heads}.")
         if self.device not in ("cpu", "cuda") and not self.device.startswith("cuda:"):
             raise ValueError(f"device must be cpu or cuda[:i], got {self.device!r}.")
-        self._advantage = AdvantageConfig.parse(
-            method,
-            m=self.m,
-            seed=self.seed,
-            num_weights=self.num_weights,
-            alpha=self.alpha,
-            weight_sampler=self.weight_sampler,
-            std=self.std,
-            groups=self.prompts_per_step,
-            group_size=self.group_size,
-        )
+        self._advantage = AdvantageConfig.from_run(self)
         unknown = [name for name in self.loggers if name not in LOGGERS]
         if unknown or not self.loggers:
             raise ValueError(f"logger must be a comma-separated list of {', '.join(LOGGERS)}, got {self.logger!r}.")

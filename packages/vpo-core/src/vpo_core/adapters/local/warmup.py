@@ -22,7 +22,7 @@ import torch.nn.functional as F
 
 from vpo_core.env import TextEnv
 from vpo_core.errors import ConfigError, RunDirError
-from vpo_core.models.policy import Policy, left_padded_positions
+from vpo_core.models.policy import Policy, left_padded_positions, shared_prompt_logits
 from vpo_core.runs import STATE_MISFIT_ERRORS
 from vpo_core.types import Task
 
@@ -287,25 +287,6 @@ def shared_completion_loss(
     rows = torch.tensor(list(row_prompt), dtype=torch.long, device=device)
     prompts, prompt_mask = prompts.to(device), prompt_mask.to(device)
     completions, labels = completions.to(device), labels.to(device)
-    prompt_out = policy.model(
-        input_ids=prompts,
-        attention_mask=prompt_mask,
-        position_ids=left_padded_positions(prompt_mask),
-        use_cache=True,
-        logits_to_keep=1,  # the last prompt position predicts the first completion token
-    )
-    cache = prompt_out.past_key_values
-    cache.batch_select_indices(rows)  # (U, ...) -> (N, ...): a gather, so gradients sum per prompt
-    logits = prompt_out.logits[rows]  # (N, 1, V)
-    if length > 1:
-        row_mask = prompt_mask[rows]
-        rest = policy.model(
-            input_ids=completions[:, :-1],  # right padding comes after a row's tokens: causal attention ignores it
-            attention_mask=torch.cat([row_mask, torch.ones_like(completions[:, :-1])], dim=1),
-            position_ids=row_mask.sum(dim=1, keepdim=True) + torch.arange(length - 1, device=device),
-            past_key_values=cache,
-            use_cache=True,
-        ).logits  # (N, L_c - 1, V): position t predicts completion token t + 1
-        logits = torch.cat([logits, rest], dim=1)
+    logits = shared_prompt_logits(policy.model, prompts, prompt_mask, rows, completions)
     logits = logits.float()
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=-100)

@@ -96,17 +96,7 @@ class TRLTrainConfig:
         if self.method not in METHODS:
             raise ConfigError(f"unknown method {self.method!r}; choose one of {sorted(METHODS)} (e.g. method=vpo).")
         try:
-            self._advantage = AdvantageConfig.parse(
-                self.method,
-                m=self.m,
-                seed=self.seed,
-                num_weights=self.num_weights,
-                alpha=self.alpha,
-                weight_sampler=self.weight_sampler,
-                std=self.std,
-                groups=self.prompts_per_step,
-                group_size=self.group_size,
-            )
+            self._advantage = AdvantageConfig.from_run(self)
         except ValueError as exc:  # the record's checks raise ValueError; a TRL config's refusals are ConfigError
             raise ConfigError(str(exc)) from exc
         for name in ("steps", "prompts_per_step", "mini_batches", "num_weights", "eval_samples", "eval_seeds"):
