@@ -2,7 +2,7 @@
 
     vpo-eval env=maze-v1 base_url=http://127.0.0.1:8000/v1 tasks=50 samples=30 out=eval/
     uv run apps/evaluate.py env=maze-v1 checkpoints=runs/maze-v1-grpo-seed0,runs/maze-v1-vpo-seed0
-    uv run apps/evaluate.py env=musique-v1 checkpoints=path/to/hf_model method=vpo env.data_dir=/data/musique
+    uv run apps/evaluate.py env=<env-id> checkpoints=path/to/hf_model method=vpo env.data_dir=/path/to/data
 
 ``vpo-eval``, ``apps/evaluate.py`` and ``python -m vpo_core.adapters.local evaluate`` are this one command.
 The policy is sampled by a backend (``backend=``): ``openai`` (any OpenAI-compatible server at

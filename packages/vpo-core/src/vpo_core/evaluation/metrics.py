@@ -16,7 +16,7 @@ Per task (`task_pool_metrics`), for every k in `KS` that the pool allows:
   (`vpo_core.metrics.evaluation_weights`; within ~0.002 of the exact integral, where the 100 iid
   draws used before sat ~0.015 below it);
 - ``best@k[<dim>]``: best@k of one reward dimension, for each name in ``env.profile.report_dims``
-  (MuSiQue reports its answer-F1 dimension);
+  (e.g. an answer-F1 dimension an env names there);
 - ``chain_pass@k`` (k <= n): chain-level pass@k, the chance that one of k completions (chains of m
   candidates, drawn without replacement) holds a success, `vpo_core.metrics.chain_pass_at_k`;
 - ``solution_pass@k`` (k <= n·m): solution-level pass@k, the chance that one of k candidates drawn
