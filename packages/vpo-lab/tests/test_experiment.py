@@ -466,6 +466,7 @@ def test_arms_sort_by_start_method_and_step_in_number_order():
 
 
 def test_a_fresh_clone_resumes_from_the_committed_results_and_its_kept_warm_starts(tmp_path, capsys):
+    import gzip
     import shutil
 
     from vpo_lab.experiment import main
@@ -488,6 +489,11 @@ def test_a_fresh_clone_resumes_from_the_committed_results_and_its_kept_warm_star
     assert main(tiny) == 0  # warm start, one GRPO run, their evaluations, for real
     out = tmp_path / "out"
     assert (out / "warm" / "main__warm-single-seed0" / "config.json").exists()
+    # the run's per-step records are kept gzipped, the same records as the run's own file
+    kept_metrics = gzip.decompress((out / "runs" / "main__grpo-seed0" / "metrics.jsonl.gz").read_bytes())
+    assert kept_metrics == (tmp_path / "work" / "main" / "grpo-seed0" / "metrics.jsonl").read_bytes()
+    assert len(kept_metrics.decode().splitlines()) == 2
+    assert not (out / "runs" / "main__grpo-seed0" / "metrics.jsonl").exists()
     kept = sorted(p.name for p in (out / "done").iterdir())
     assert kept == [
         "eval__main__grpo-seed0.json",

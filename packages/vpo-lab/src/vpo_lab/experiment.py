@@ -7,7 +7,7 @@
    differ only in the estimator, as in the paper;
 2. one RL run per (method, seed) from that warm start (``model=<warm start> warmup_steps=0``);
 3. ``evaluate`` on every final model and every warm start (the paper's pools);
-4. the compact summary of each run (config, per-step metrics, pools as ``.npz``) copied into
+4. the compact summary of each run (config, per-step metrics gzipped, pools as ``.npz``) copied into
    ``out/``, where `vpo_lab.experiment_report` turns it into tables with intervals.
 
 Every job runs as a subprocess of the local engine's commands (``python -m vpo_core.adapters.local
@@ -29,6 +29,7 @@ an empty ``work/`` skips those jobs, restores the kept warm starts and runs only
 from __future__ import annotations
 
 import dataclasses
+import gzip
 import json
 import shutil
 import subprocess
@@ -48,7 +49,7 @@ from vpo_core.evaluation import load_pool, save_pool
 from vpo_core.methods import METHODS, get_method
 from vpo_core.registry import DEFAULT_ENV
 from vpo_core.weights import check_weight_sampler
-from vpo_lab.experiment_report import write_report
+from vpo_lab.experiment_report import KEPT_METRICS, write_report
 from vpo_lab.recipes import RECIPES
 
 __all__ = ["ExperimentConfig", "Job", "main", "plan", "recipe_options", "restore_warm_starts"]
@@ -344,6 +345,16 @@ def _same_job(marker: Path, job: Job) -> bool:
     return recorded in (_identity(job.args, ignored), _identity(alias, ignored))
 
 
+def _keep_metrics(source: Path, target: Path) -> None:
+    """Keep a run's ``metrics.jsonl`` in ``out/`` gzip-compressed (``metrics.jsonl.gz``, about 6x smaller).
+
+    The bytes depend on the records alone (no timestamp), so collecting again leaves an identical file.
+    """
+    data = gzip.compress(source.read_bytes(), compresslevel=9, mtime=0)
+    if not target.exists() or target.read_bytes() != data:
+        target.write_bytes(data)
+
+
 def restore_warm_starts(config: ExperimentConfig, jobs: Sequence[Job]) -> list[str]:
     """Copy each warm start kept in ``out/warm/`` (``keep_warm=true``) back into an empty work folder.
 
@@ -482,10 +493,12 @@ def collect(config: ExperimentConfig, jobs: Sequence[Job]) -> Path:
         if run and not str(job.info["method"]).startswith("warm-"):
             run_out = out / "runs" / f"{job.info['variant']}__{Path(run).name}"
             run_out.mkdir(parents=True, exist_ok=True)
-            for name in ("config.json", "metrics.jsonl", "report.json"):
+            for name in ("config.json", "report.json"):
                 source = Path(run) / name
                 if source.exists():
                     shutil.copy2(source, run_out / name)
+            if (Path(run) / "metrics.jsonl").exists():
+                _keep_metrics(Path(run) / "metrics.jsonl", run_out / KEPT_METRICS)
     evaluations: dict[str, list[str]] = {}
     for job in (job for job in jobs if job.kind == "eval"):
         for name in job.after:

@@ -16,6 +16,7 @@ the difference that comes from the tasks B does not reach and the part from the 
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 from collections import defaultdict
@@ -33,6 +34,7 @@ from vpo_core.stats import Interval, paired_seed_interval, seed_interval, subset
 __all__ = ["arm_name", "per_task_metrics", "split_differences", "summarise", "write_report"]
 
 METRICS = (*(f"best@{k}" for k in KS), "E_w[best@5]", "pass@10", "diversity", "mean_w_star")
+KEPT_METRICS = "metrics.jsonl.gz"  # a run's per-step records as kept in the results folder (runs/<run>/)
 REGIME_METRICS = ("valid", "diversity_valid", "distinct_valid", "pareto_covered")
 """What says which regime a pool is in (`vpo_core.evaluation.metrics`): validity, valid-only spread, distinct outcomes, Pareto coverage."""
 GOAL_METRICS = ("best@3", "best@6", "E_w[best@3]", "E_w[best@6]")
@@ -334,10 +336,14 @@ def plot(summary: dict[str, Any], root: Path, index: dict[str, Any]) -> list[Pat
 
     by_method: dict[str, list[list[float]]] = defaultdict(list)
     for run_dir in sorted((root / "runs").glob("*__*")):
-        metrics_file = run_dir / "metrics.jsonl"
+        metrics_file = run_dir / KEPT_METRICS
         if not metrics_file.exists() or run_dir.name.startswith("ablation__"):
             continue
-        rows = [json.loads(line) for line in metrics_file.read_text().splitlines() if line.strip()]
+        rows = [
+            json.loads(line)
+            for line in gzip.decompress(metrics_file.read_bytes()).decode().splitlines()
+            if line.strip()
+        ]
         method = run_dir.name.removeprefix("main__").rsplit("-seed", 1)[0].replace("__", ":")
         by_method[method].append([float(r["diversity"]) for r in rows if "diversity" in r])
     if by_method:
