@@ -337,6 +337,18 @@ def test_bad_input_fails_before_launch(argv, message, capsys, tmp_path):
     assert message in capsys.readouterr().err
 
 
+def test_an_unexpected_value_error_is_a_traceback_not_a_one_line_message(monkeypatch, tmp_path):
+    """Only the project's user-error types become ``error: ...`` lines; a bug's ValueError propagates."""
+    from vpo_core.adapters.verl import launch
+
+    def broken(_config):
+        raise ValueError("could not broadcast input array from shape (3,) into shape (2,)")
+
+    monkeypatch.setattr(launch, "validate", broken)
+    with pytest.raises(ValueError, match="could not broadcast"):
+        main(["env=maze-v1", "method=vpo", f"out={tmp_path}", "--dry-run"])
+
+
 def test_help_lists_every_own_key(capsys):
     assert main(["--help"]) == 0
     text = capsys.readouterr().out

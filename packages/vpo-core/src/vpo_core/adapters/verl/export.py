@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from vpo_core.methods import get_method
-from vpo_core.registry import make
+from vpo_core.registry import env_tasks, make_env
 
 __all__ = ["OverlongReport", "count_overlong", "export_split", "load_tokenizer", "rows_for"]
 
@@ -44,8 +44,8 @@ def rows_for(
     spec = get_method(method)
     m = spec.resolve_m(m)
     config = env_config or {}
-    env = make(env_id, **config)
-    tasks = env.tasks(split)[:limit] if limit else env.tasks(split)
+    env = make_env(env_id, config)
+    tasks = env_tasks(env, split)[:limit] if limit else env_tasks(env, split)
     rows = []
     for task in tasks:
         d = env.spec_for(task).dim

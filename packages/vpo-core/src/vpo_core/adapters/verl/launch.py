@@ -30,8 +30,9 @@ from typing import Any
 
 from vpo_core.adapters.verl.recipes import LOGGERS, RUN_DEFAULTS, Cell, cell, overrides
 from vpo_core.cli_config import HelpRequested, option, parse_config
-from vpo_core.errors import ConfigError
-from vpo_core.registry import check_env_options
+from vpo_core.errors import ConfigError, MissingDataError, UserError
+from vpo_core.methods import get_method
+from vpo_core.registry import check_env_options, resolve_env_class
 from vpo_core.weights import WEIGHT_SAMPLERS, check_weight_options, weight_sampler_help
 
 __all__ = [
@@ -138,7 +139,7 @@ def compose(overrides: list[str]) -> Any:
     """VeRL's ``ppo_trainer`` config composed with Hydra and `overrides`.
 
     Raises:
-        ValueError: If an override names a key veRL's config does not have (or is malformed).
+        ConfigError: If an override names a key veRL's config does not have (or is malformed).
     """
     import verl
     from hydra import compose as hydra_compose
@@ -153,14 +154,14 @@ def compose(overrides: list[str]) -> Any:
         with initialize_config_dir(config_dir=config_dir, version_base=None):
             return hydra_compose(config_name="ppo_trainer", overrides=overrides)
     except (HydraException, OmegaConfBaseException) as exc:
-        raise ValueError(
+        raise ConfigError(
             f"veRL's ppo_trainer config rejected the overrides: {exc}. Check the key names (prefix a new key "
             "with '+', e.g. +algorithm.vpo.k=4)."
         ) from exc
 
 
 def validate(config: Any) -> None:
-    """VeRL's own ``validate_config`` (what ``main_ppo`` runs first), with its failures as ValueError."""
+    """VeRL's own ``validate_config`` (what ``main_ppo`` runs first), with its failures as `ConfigError`."""
     import warnings
 
     from verl.trainer.ppo.utils import need_critic, need_reference_policy
@@ -172,7 +173,7 @@ def validate(config: Any) -> None:
             warnings.filterwarnings("ignore", message="Disabled critic")
             validate_config(config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config))
     except (AssertionError, ValueError) as exc:
-        raise ValueError(
+        raise ConfigError(
             f"veRL's validate_config rejected the cell: {exc}. Batch sizes must satisfy: train_batch x n divisible "
             "by n_gpus x nnodes, and the mini-batch divisible by micro_batch x n_gpus."
         ) from exc
@@ -319,13 +320,25 @@ class LaunchPlan:
         return self.out / "verl_config.yaml"
 
 
+def _check_choices(env_id: str, method: str, m: int | None) -> None:
+    """The env id, method and m the user named, refused as `ConfigError` (the registry's own messages)."""
+    try:
+        resolve_env_class(env_id)
+    except KeyError as exc:
+        raise ConfigError(f"env={env_id}: {exc.args[0]}") from exc
+    try:
+        get_method(method).resolve_m(m)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from exc
+
+
 def _check_model(model: str | None) -> None:
     if model is None:
         return
     # a Hub id is "name" or "org/name"; anything else is a path
     looks_local = model.startswith((".", "/", "~")) or model.count("/") > 1 or Path(model).exists()
     if looks_local and not Path(model).expanduser().is_dir():
-        raise ValueError(
+        raise MissingDataError(
             f"model path {model!r} does not exist; pass a local HF model directory or a Hub id like Qwen/Qwen3-4B."
         )
 
@@ -334,8 +347,8 @@ def plan(argv: Sequence[str]) -> tuple[LaunchPlan, bool]:
     """Parse, resolve, compose and validate; returns the plan and whether this is a dry run.
 
     Raises:
-        ValueError: On any bad input (unknown key, env, method, m, model path, veRL key or batch size).
-        KeyError: On an unknown env id.
+        ConfigError: On a bad option (unknown key, env, method, m, veRL key or batch size).
+        MissingDataError: On a model path that is not a directory.
     """
     config = parse_launch(argv)
     if config.env is None:
@@ -343,6 +356,7 @@ def plan(argv: Sequence[str]) -> tuple[LaunchPlan, bool]:
 
         raise ConfigError(f"pass env=ID (installed: {', '.join(list_envs()) or 'none'}).")
     env_id = config.env
+    _check_choices(env_id, config.method, config.m)
     _check_model(config.model)
     c = cell(
         env_id, config.method, m=config.m, n=config.n, model=config.model, n_gpus=config.n_gpus, nnodes=config.nnodes
@@ -469,9 +483,8 @@ def main(argv: list[str]) -> int:
     except HelpRequested as exc:
         print(exc.text)
         return 0
-    except (ValueError, KeyError, FileNotFoundError) as exc:
-        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
-        print(f"error: {message}", file=sys.stderr)
+    except UserError as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     except CannotLaunch as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vpo_core.env import TextEnv
+from vpo_core.errors import ConfigError
 from vpo_core.methods import get_method
 from vpo_core.profile import EnvProfile, VerlRecipe
 from vpo_core.registry import resolve_env_class
@@ -131,13 +132,13 @@ def estimator_for(method: str) -> str:
     """VeRL's ``algorithm.adv_estimator`` for a method (by its group normaliser).
 
     Raises:
-        ValueError: If the method's normaliser has no veRL estimator (a normaliser registered outside
+        ConfigError: If the method's normaliser has no veRL estimator (a normaliser registered outside
             vpo-core), naming the ways to run it.
     """
     normalizer = get_method(method).normalizer
     if normalizer not in ESTIMATORS:
         known = ", ".join(f"{name} -> {est}" for name, est in ESTIMATORS.items())
-        raise ValueError(
+        raise ConfigError(
             f"method {method!r} normalises with {normalizer!r}, which the veRL adapter has no advantage estimator "
             f"for (it maps {known}). Train it with the local engine (apps/train.py), or give it a veRL estimator "
             f"with vpo_core.adapters.verl.plugin.register_estimator({normalizer!r}) in a module named by a "
@@ -225,14 +226,15 @@ def cell(
         nnodes: Nodes.
 
     Raises:
-        ValueError: On an unknown method, an m that does not fit the method, or non-positive sizes.
+        ValueError: On an unknown method or an m that does not fit the method.
+        ConfigError: On non-positive sizes.
     """
     cls = _env_class(env)
     spec = get_method(method)
     m = spec.resolve_m(m)
     for name, value in (("n", n), ("nnodes", nnodes), ("n_gpus", n_gpus if n_gpus is not None else 1)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"{name} must be a positive int, got {value!r}.")
+            raise ConfigError(f"{name} must be a positive int, got {value!r}.")
     profile = cls.profile
     recipe = profile.recipe or generic_recipe(profile)
     return Cell(
@@ -310,13 +312,13 @@ def overrides(
             ``resume_path`` (with ``trainer.resume_from_path=...``).
 
     Raises:
-        ValueError: On an unknown tracker or resume mode.
+        ConfigError: On an unknown tracker or resume mode.
     """
     unknown = [name for name in logger if name not in LOGGERS]
     if unknown or not logger:
-        raise ValueError(f"unknown logger(s) {unknown}; choose from {list(LOGGERS)}, e.g. logger=console,tensorboard.")
+        raise ConfigError(f"unknown logger(s) {unknown}; choose from {list(LOGGERS)}, e.g. logger=console,tensorboard.")
     if resume_mode not in ("auto", "disable", "resume_path"):
-        raise ValueError(f"resume_mode must be auto, disable or resume_path, got {resume_mode!r}.")
+        raise ConfigError(f"resume_mode must be auto, disable or resume_path, got {resume_mode!r}.")
     check_weight_sampler(weight_sampler)
     trainer = _trainer_overrides(
         c,
