@@ -5,34 +5,32 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from vpo_core import advantages, layout, normalizers, objectives
+from vpo_core import advantages, layout, normalizers
 from vpo_core.advantages import AdvantageConfig, compute_advantages, normalize_scalars, rollout_scalars
 from vpo_core.batch import RolloutBatch
 from vpo_core.methods import OBJECTIVES, get_method, goal_weights, task_goal_weights
 from vpo_core.objectives import linear_reward, multi_rlvr_reward, vpo_reward
 from vpo_core.weights import group_weights
 
-PUBLIC_BEFORE_THE_SPLIT = (
-    "GroupLayout",
-    "ObjectiveInputs",
-    "compute_advantages",
-    "gdpo_advantages",
-    "group_layout",
-    "group_zscore",
-    "max_at_k_advantages",
-    "max_at_k_transform",
-    "maxrl_advantages",
-    "normalize_scalars",
-    "rollout_scalars",
-    "zscore_by_index",
-    "Std",  # imported by adapters/local/rl.py
-)
+BUILDING_BLOCKS = {
+    layout: ("GroupLayout", "group_layout", "zscore_by_index"),
+    normalizers: ("gdpo_advantages", "group_zscore", "max_at_k_advantages", "max_at_k_transform", "maxrl_advantages"),
+}
 
 
-@pytest.mark.parametrize("name", PUBLIC_BEFORE_THE_SPLIT)
-def test_vpo_core_advantages_still_exports_every_name_it_had(name):
-    home = next(m for m in (normalizers, objectives, layout, advantages) if name in vars(m))
-    assert getattr(advantages, name) is getattr(home, name)
+def test_each_building_block_has_one_home_and_advantages_exports_only_its_entry_points():
+    # Issue 39: no re-exports kept for old call sites; engines import a block from the module that defines it.
+    for home, names in BUILDING_BLOCKS.items():
+        for name in names:
+            assert getattr(home, name).__module__ == home.__name__, name
+            assert name not in vars(advantages), name
+    assert sorted(advantages.__all__) == [
+        "AdvantageConfig",
+        "RolloutBatch",
+        "compute_advantages",
+        "normalize_scalars",
+        "rollout_scalars",
+    ]
 
 
 def _rewards(seed: int, shape: tuple[int, ...]) -> np.ndarray:

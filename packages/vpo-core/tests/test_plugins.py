@@ -16,6 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from vpo_core.advantages import AdvantageConfig
+from vpo_core.errors import ConfigError
 from vpo_core.methods import METHODS, get_method
 from vpo_core.weights import WEIGHT_SAMPLERS, check_weight_sampler
 
@@ -148,6 +150,17 @@ def test_a_bad_method_entry_point_is_an_error_naming_it(tmp_path, entry, module,
     assert message in result.stderr, result.stderr
 
 
+def test_sobol_without_vpo_lab_names_the_package_to_install(monkeypatch):
+    monkeypatch.setattr(WEIGHT_SAMPLERS, "entry_points", dict)  # as if vpo-lab were not installed
+    monkeypatch.delitem(WEIGHT_SAMPLERS._entries, "sobol", raising=False)
+    with pytest.raises(
+        ConfigError, match=r"one of \('dirichlet',\), got 'sobol'; the sobol sampler comes with vpo-lab: "
+    ):
+        check_weight_sampler("sobol")
+    with pytest.raises(ConfigError, match=r"install it \(pip install vpo-lab\)"):
+        AdvantageConfig.parse("vpo", weight_sampler="sobol")
+
+
 def test_two_distributions_claiming_one_name_are_refused(tmp_path):
     _install(tmp_path, "vpo-one", {"vpo.weight_samplers": {"centre": "vpo_centre:CENTRE"}}, {"vpo_centre": CENTRE})
     _install(tmp_path, "vpo-two", {"vpo.weight_samplers": {"centre": "vpo_other:CENTRE"}}, {})
@@ -158,10 +171,11 @@ def test_two_distributions_claiming_one_name_are_refused(tmp_path):
     assert "vpo-two" in result.stderr
 
 
-def test_vpo_cores_own_sampler_comes_through_its_entry_point_and_unknown_names_list_the_installed():
-    assert WEIGHT_SAMPLERS.entry_points()["sobol"].value == "vpo_core.qmc:SOBOL"
+def test_vpo_labs_sampler_comes_through_its_entry_point_and_unknown_names_list_the_installed():
+    ep = WEIGHT_SAMPLERS.entry_points()["sobol"]
+    assert (ep.value, ep.dist.name if ep.dist else None) == ("vpo_lab.qmc:SOBOL", "vpo-lab")
     assert WEIGHT_SAMPLERS["sobol"].description == "scrambled Sobol points"
-    with pytest.raises(ValueError, match=r"weight_sampler must be one of \('dirichlet', 'sobol'\), got 'halton'"):
+    with pytest.raises(ValueError, match=r"weight_sampler must be one of \('dirichlet', 'sobol'\), got 'halton'\.$"):
         check_weight_sampler("halton")
     with pytest.raises(ValueError, match=r"unknown method 'ppo'.*'vpo\.methods' entry point"):
         get_method("ppo")

@@ -12,9 +12,8 @@ checked once when it is made; every engine's config embeds one. The pieces live 
 * `vpo_core.normalizers`: the group normalisers (z-score, max@k, MaxRL, GDPO) and their option checks;
 * `vpo_core.layout`: flat batches with group ids (veRL's layout) and the z-score over them.
 
-The building blocks are re-exported here (`group_zscore`, `max_at_k_transform`, `maxrl_advantages`,
-`gdpo_advantages`, `zscore_by_index`, ...), so engine adapters reuse them instead of re-deriving the
-math. Conventions and numerics: see `vpo_core.normalizers`.
+Engine adapters import the building blocks from those modules. Conventions and numerics: see
+`vpo_core.normalizers`.
 """
 
 from __future__ import annotations
@@ -28,38 +27,12 @@ from numpy.typing import ArrayLike, NDArray
 
 from vpo_core._checks import Std, check_std, finite_or_raise
 from vpo_core.batch import RolloutBatch
-from vpo_core.layout import GroupLayout, group_layout, zscore_by_index
 from vpo_core.methods import Method, check_mode_m, get_method
-from vpo_core.normalizers import (
-    apply_normalizer,
-    check_options,
-    gdpo_advantages,
-    group_zscore,
-    max_at_k_advantages,
-    max_at_k_transform,
-    maxrl_advantages,
-    normalizer_of,
-)
+from vpo_core.normalizers import apply_normalizer, check_options, normalizer_of
 from vpo_core.objectives import GROUPS_PER_BLOCK, ObjectiveInputs, objective_of
 from vpo_core.weights import check_weight_options
 
-__all__ = [
-    "AdvantageConfig",
-    "GroupLayout",
-    "ObjectiveInputs",
-    "RolloutBatch",
-    "Std",
-    "compute_advantages",
-    "gdpo_advantages",
-    "group_layout",
-    "group_zscore",
-    "max_at_k_advantages",
-    "max_at_k_transform",
-    "maxrl_advantages",
-    "normalize_scalars",
-    "rollout_scalars",
-    "zscore_by_index",
-]
+__all__ = ["AdvantageConfig", "RolloutBatch", "compute_advantages", "normalize_scalars", "rollout_scalars"]
 
 _BATCH_OPTIONS = ("response_lengths",)
 """Normaliser options that are data of the batch (`RolloutBatch.lengths`), not options of a run."""

@@ -213,10 +213,6 @@ def parse_scalar(raw: str) -> Any:
     return raw
 
 
-# The private name other modules already import (eval_cli's env options): one parser for pass-through values.
-_yaml_value = parse_scalar
-
-
 def parse_value(raw: str, kind: Any) -> Any:
     """Text from the command line converted to the annotation `kind` (what OmegaConf's structured configs accept).
 

@@ -19,8 +19,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from vpo_core._checks import finite_array
-from vpo_core.qmc import MAX_SOBOL_DIM, sobol_weights
-from vpo_core.weights import dirichlet_weights
+from vpo_core.qmc import MAX_SOBOL_DIM, sobol_uniforms
+from vpo_core.weights import KeyedWeights, dirichlet_weights
 
 EXPECTED_WEIGHTS = 256
 """Weight points of E_w[best@k] by default: 2^8 scrambled Sobol points (error <= ~0.002 on maze pools)."""
@@ -275,10 +275,11 @@ def best_at_k_chains(chain_scores: ArrayLike, k: int) -> NDArray[np.float64] | f
 def evaluation_weights(d: int, num_weights: int = EXPECTED_WEIGHTS, *, seed: int = 0) -> NDArray[np.float64]:
     """The weights E_w[best@k] averages over: a quasi-Monte Carlo Dir(1) set, the same in every process.
 
-    Scrambled Sobol points mapped onto the simplex (`vpo_core.qmc.sobol_weights`, key
-    ``"expected_best_at_k"``) for d <= 21, iid Dir(1) draws (`dirichlet_weights`) above. Every point
-    is marginally Dir(1) and the set is stratified, so the average is much closer to the integral
-    over Dir(1) than iid draws of the same size (use a power of two).
+    Scrambled Sobol points (`vpo_core.qmc.sobol_uniforms`, key ``"expected_best_at_k"``) mapped onto
+    the simplex through Gamma(1)'s quantile ``-log(1 - u)`` for d <= 21, iid Dir(1) draws
+    (`dirichlet_weights`) above. Every point is marginally Dir(1) and the set is stratified, so the
+    average is much closer to the integral over Dir(1) than iid draws of the same size (use a power
+    of two).
 
     Args:
         d: Number of reward dimensions.
@@ -297,7 +298,8 @@ def evaluation_weights(d: int, num_weights: int = EXPECTED_WEIGHTS, *, seed: int
 def _evaluation_weights(d: int, num_weights: int, seed: int) -> NDArray[np.float64]:
     """`evaluation_weights` without the checks, cached (the same set serves every task and k)."""
     if d <= MAX_SOBOL_DIM:
-        return sobol_weights(d, num_weights, ["expected_best_at_k"], seed=seed)[0]
+        gammas = -np.log1p(-sobol_uniforms(d, num_weights, ["expected_best_at_k"], KeyedWeights(seed))[0])
+        return gammas / gammas.sum(axis=-1, keepdims=True)  # d independent Exp(1) variates normalised: Dir(1)
     return dirichlet_weights(d, num_weights, seed=seed, key="expected_best_at_k")
 
 

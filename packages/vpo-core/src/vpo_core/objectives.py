@@ -137,7 +137,7 @@ class ObjectiveInputs:
         alpha: Dirichlet concentration (vpo, random_w).
         goal_weights: goal_cond's prompt weights, shape (B, d), or None.
         weight_sampler: A name of `vpo_core.weights.WEIGHT_SAMPLERS`: how vpo and random_w draw the
-            group-shared weights (``"dirichlet"``, iid draws, or e.g. ``"sobol"``, `vpo_core.qmc`).
+            group-shared weights (``"dirichlet"``, iid draws, or e.g. vpo-lab's ``"sobol"``, `vpo_lab.qmc`).
     """
 
     w_star: NDArray[np.float64]

@@ -18,8 +18,8 @@ simplex's vertices as alpha -> 0, the distribution's limit. alpha must lie in `A
 
 How VPO and random_w draw a group's weights is a named `WeightSampler` (``weight_sampler=`` of every
 engine): `WEIGHT_SAMPLERS` holds ``dirichlet`` (the draws above, the paper's) and the samplers other
-modules add through the ``vpo.weight_samplers`` entry-point group, loaded when first named (vpo-core's
-own ``sobol``, `vpo_core.qmc`, arrives that way). `check_weight_options` checks a run's sampler, alpha
+modules add through the ``vpo.weight_samplers`` entry-point group, loaded when first named (vpo-lab's
+``sobol``, `vpo_lab.qmc`, arrives that way). `check_weight_options` checks a run's sampler, alpha
 and K against the named sampler's limits before anything is drawn.
 """
 
@@ -87,7 +87,7 @@ ALPHA_RANGE: tuple[float, float] = (1e-300, 1e15)
 """The Dirichlet concentrations the samplers accept, inclusive. Below 1e-300 ``E / alpha`` of the
 log-space draw overflows float64; above 1e15 Dir(alpha·1_d) is the centre of the simplex to within
 float64's resolution (the spread of a weight is ~1/sqrt(d·alpha)), so a larger alpha asks for nothing
-a smaller one does not already give. The Sobol sampler has a narrower range (`vpo_core.qmc.SOBOL_ALPHA_RANGE`)."""
+a smaller one does not already give. The Sobol sampler has a narrower range (`vpo_lab.qmc.SOBOL_ALPHA_RANGE`)."""
 
 LOG_SPACE_ALPHA = 0.1
 """Below this concentration the Dirichlet draws are made in log space (see the module docstring);
@@ -371,10 +371,18 @@ def weight_sampler_help() -> str:
     )
 
 
+_SAMPLER_PACKAGES = {"sobol": "vpo-lab"}
+"""Samplers of the project's other packages, named with their package when it is not installed."""
+
+
 def check_weight_sampler(sampler: object) -> str:
-    """The sampler's name, or a `ConfigError` (a ValueError) naming the installed samplers."""
+    """The sampler's name, or a `ConfigError` (a ValueError) naming the installed samplers (and the package to install)."""
     if not isinstance(sampler, str) or sampler not in WEIGHT_SAMPLERS:
-        raise ConfigError(f"weight_sampler must be one of {tuple(WEIGHT_SAMPLERS)}, got {sampler!r}.")
+        hint = ""
+        if isinstance(sampler, str) and sampler in _SAMPLER_PACKAGES:
+            package = _SAMPLER_PACKAGES[sampler]
+            hint = f"; the {sampler} sampler comes with {package}: install it (pip install {package})"
+        raise ConfigError(f"weight_sampler must be one of {tuple(WEIGHT_SAMPLERS)}, got {sampler!r}{hint}.")
     return sampler
 
 

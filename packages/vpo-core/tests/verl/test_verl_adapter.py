@@ -37,9 +37,9 @@ from vpo_core.layout import group_layout, zscore_by_index  # noqa: E402
 from vpo_core.models.policy import build_tokenizer  # noqa: E402
 from vpo_core.normalizers import gdpo_advantages, max_at_k_advantages, maxrl_advantages  # noqa: E402
 from vpo_core.profile import EnvProfile  # noqa: E402
-from vpo_core.qmc import sobol_weights  # noqa: E402
 from vpo_core.registry import resolve_env_class  # noqa: E402
 from vpo_core.weights import dirichlet_weights  # noqa: E402
+from vpo_lab.qmc import sobol_weights  # noqa: E402
 
 
 # ------------------------------------------------------------------------------------- plugin

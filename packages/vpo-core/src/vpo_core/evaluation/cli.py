@@ -231,18 +231,11 @@ RENAMED = {
 
 
 def _refuse_old_spellings(argv: Sequence[str]) -> None:
-    """Refuse vpo-eval's former ``--flags`` and apps/evaluate.py's former names, with the spelling to use.
-
-    Raises:
-        ConfigError: One line holding the whole command in ``key=value`` form.
-    """
+    """Refuse vpo-eval's former ``--flags`` (the whole command in ``key=value`` form) and apps/evaluate.py's names."""
     if not any(a.split("=", 1)[0] in OLD_FLAGS for a in argv):
-        for arg in argv:
-            key = arg.partition("=")[0]
+        for key, _, value in (arg.partition("=") for arg in argv):
             if key in RENAMED:
-                raise ConfigError(
-                    f"option {key}= is now {RENAMED[key]}=; write {RENAMED[key]}={arg.partition('=')[2]}."
-                )
+                raise ConfigError(f"option {key}= is now {RENAMED[key]}=; write {RENAMED[key]}={value}.")
         return
     written: list[str] = []
     rest = list(argv)
@@ -250,11 +243,8 @@ def _refuse_old_spellings(argv: Sequence[str]) -> None:
         arg = rest.pop(0)
         flag, eq, value = arg.partition("=")
         found = OLD_FLAGS.get(flag)
-        if found is None:
-            written.append(arg)
-            continue
-        if found == "resume":
-            written.append("resume=true")
+        if found is None or found == "resume":
+            written.append(arg if found is None else "resume=true")
             continue
         if not eq:
             value = rest.pop(0) if rest else "..."
@@ -276,12 +266,12 @@ class Target:
     """The token budget the run trained and evaluated with (a run directory's), or None."""
 
 
-def _method_target(label: str, model_dir: Path | None, config: EvalConfig) -> Target:
-    """A model without a run directory: its mode and m from ``method=``, else ``mode=``/``m=``.
+def _message(exc: BaseException) -> str:
+    return str(exc.args[0] if exc.args else exc)
 
-    Raises:
-        ConfigError: An unknown method, or a mode or m it does not take.
-    """
+
+def _method_target(label: str, model_dir: Path | None, config: EvalConfig) -> Target:
+    """A model without a run directory: mode and m from ``method=``, else ``mode=``/``m=`` (else `ConfigError`)."""
     from vpo_core.methods import check_mode_m, get_method
 
     if config.method is not None:
@@ -289,7 +279,7 @@ def _method_target(label: str, model_dir: Path | None, config: EvalConfig) -> Ta
             method = get_method(config.method)
             m = method.resolve_m(config.m)
         except (KeyError, ValueError) as exc:  # the registry's and the method's checks of what the user wrote
-            raise ConfigError(str(exc.args[0] if exc.args else exc)) from None
+            raise ConfigError(_message(exc)) from None
         if config.mode is not None and config.mode != method.mode:
             raise ConfigError(f"method={config.method} prompts in {method.mode} mode; drop mode={config.mode}.")
         return Target(label, model_dir, method.mode, m, method.goal_prompt)
@@ -303,6 +293,12 @@ def _method_target(label: str, model_dir: Path | None, config: EvalConfig) -> Ta
     return Target(label, model_dir, mode, m, False)
 
 
+def _split_at(text: str) -> tuple[str, str]:
+    """``dir@init`` / ``dir@step50`` -> (``dir``, ``init``/``step50``); anything else -> (text, ``final``)."""
+    which = re.fullmatch(r"(.+)@(init|step[0-9]+)", text)
+    return (which.group(1), which.group(2)) if which else (text, "final")
+
+
 def resolve(text: str, config: EvalConfig) -> Target:
     """A checkpoint argument as a `Target` (run directories are read through `RunDir` only).
 
@@ -314,9 +310,8 @@ def resolve(text: str, config: EvalConfig) -> Target:
     from vpo_core.methods import get_method
     from vpo_core.runs import RunDir
 
-    which_match = re.fullmatch(r"(.+)@(init|step[0-9]+)", text)
-    which = which_match.group(2) if which_match else "final"
-    path = Path(which_match.group(1) if which_match else text)
+    base, which = _split_at(text)
+    path = Path(base)
     run = RunDir(path)
     saved = run.read_config() if run.exists() else {}
     if "method" in saved:  # a run directory (an HF model directory's config.json names no method)
@@ -324,7 +319,7 @@ def resolve(text: str, config: EvalConfig) -> Target:
         try:
             method = get_method(saved["method"])
         except KeyError as exc:
-            raise RunDirError(f"{path}: {exc.args[0] if exc.args else exc}") from None
+            raise RunDirError(f"{path}: {_message(exc)}") from None
         budget = run.read_token_budget()
         if budget is None and isinstance(saved.get("max_new_tokens"), int) and saved["max_new_tokens"] > 0:
             budget = int(saved["max_new_tokens"])
@@ -352,35 +347,24 @@ def unique_labels(targets: list[Target], texts: list[str]) -> None:
     """
     paths = []
     for text in texts:
-        which = re.fullmatch(r"(.+)(@init|@step[0-9]+)", text)
-        base, suffix = (which.group(1), which.group(2)) if which else (text, "")
-        paths.append(str(Path(base).resolve()) + suffix)
+        base, which = _split_at(text)
+        paths.append(str(Path(base).resolve()) + ("" if which == "final" else f"@{which}"))
     for i, path in enumerate(paths):
         if path in paths[:i]:
             raise ConfigError(f"checkpoint {texts[i]} is given twice in checkpoints=; list each once.")
     labels = [t.label for t in targets]
     for i, target in enumerate(targets):
-        if labels.count(labels[i]) == 1:
-            continue
         parts = Path(paths[i]).parts
         others = [Path(p).parts for j, p in enumerate(paths) if j != i and labels[j] == labels[i]]
-        for n in range(2, len(parts) + 1):
+        for n in range(2, len(parts) + 1 if others else 0):
             if all(tuple(o[-n:]) != tuple(parts[-n:]) for o in others):
                 target.label = "/".join(parts[-n:]).lstrip("/")
                 break
 
 
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.@-]+", "_", text).strip("_") or "model"
-
-
 # ------------------------------------------------------------------------------------ samplers
 def _backend(config: EvalConfig) -> str:
-    """The sampling backend; resolves ``device=auto`` in place.
-
-    Raises:
-        ConfigError: vLLM asked for where it cannot run.
-    """
+    """The sampling backend (`ConfigError` for vLLM where it cannot run); resolves ``device=auto`` in place."""
     if config.served:
         return "openai"
     from vpo_core.models.vllm import choose_backend
@@ -445,19 +429,17 @@ def _release_memory() -> None:
     import gc
 
     gc.collect()
-    if "torch" in sys.modules:
-        import torch
-
-        if torch.cuda.is_available():
-            torch.cuda.empty_cache()
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available():
+        torch.cuda.empty_cache()
 
 
 def _model_positions(model_dir: Path | None) -> int | None:
     """The longest sequence a model directory's config allows (max_position_embeddings), or None."""
-    if model_dir is None:
-        return None
     try:
-        value = json.loads((model_dir / "config.json").read_text()).get("max_position_embeddings")
+        value = (
+            json.loads((model_dir / "config.json").read_text()).get("max_position_embeddings") if model_dir else None
+        )
     except (OSError, ValueError, AttributeError):
         return None
     return int(value) if isinstance(value, int) and value > 0 else None
@@ -476,13 +458,19 @@ class Row:
     @property
     def slug(self) -> str:
         """The row's part of its file names."""
-        return _slug(self.target.label if self.conditioning is None else f"{self.target.label}@{self.conditioning}")
+        text = self.target.label if self.conditioning is None else f"{self.target.label}@{self.conditioning}"
+        return re.sub(r"[^A-Za-z0-9_.@-]+", "_", text).strip("_") or "model"
 
     @property
     def sampling(self) -> SamplingSettings:
         """The row's temperature, top-p and token budget, as every sampler takes them."""
         s = self.settings
         return SamplingSettings(temperature=s["temperature"], top_p=s["top_p"], max_new_tokens=s["max_new_tokens"])
+
+    @property
+    def pool_size(self) -> int:
+        """Candidates per task: completions x seeds x m."""
+        return int(self.settings["completions_per_task"] * self.settings["seeds"] * self.settings["m"])
 
 
 def _row(target: Target, conditioning: str | None, config: EvalConfig, env: Any, common: dict[str, Any]) -> Row:
@@ -514,13 +502,7 @@ def _row(target: Target, conditioning: str | None, config: EvalConfig, env: Any,
     if common["backend"] == "transformers":
         settings["stop_at_answer"] = config.stop_at_answer
     shown = "w*" if conditioning == "w_star" else "~Dir(1)"
-    label = target.label if conditioning is None else f"{target.label} (w={shown})"
-    return Row(label, target, conditioning, settings)
-
-
-def _pool_size(settings: dict[str, Any]) -> int:
-    """Candidates per task: completions x seeds x m."""
-    return int(settings["completions_per_task"] * settings["seeds"] * settings["m"])
+    return Row(target.label if conditioning is None else f"{target.label} (w={shown})", target, conditioning, settings)
 
 
 def _ks(config: EvalConfig, rows: Sequence[Row]) -> tuple[list[int], list[int]]:
@@ -529,16 +511,16 @@ def _ks(config: EvalConfig, rows: Sequence[Row]) -> tuple[list[int], list[int]]:
     Raises:
         ConfigError: A k of ``ks=`` larger than a pool (refused before anything is sampled).
     """
-    size = min(_pool_size(r.settings) for r in rows)
-    if config.ks is not None:
-        too_large = [k for k in config.ks if k > size]
-        if too_large:
-            raise ConfigError(
-                f"k = {', '.join(map(str, too_large))} is larger than the pools ({size} candidates per task: samples x "
-                f"seeds); raise samples=/seeds= or ask for k <= {size}."
-            )
-        return list(config.ks), []
-    return [k for k in KS if k <= size], [k for k in KS if k > size]
+    size = min(r.pool_size for r in rows)
+    if config.ks is None:
+        return [k for k in KS if k <= size], [k for k in KS if k > size]
+    too_large = [k for k in config.ks if k > size]
+    if too_large:
+        raise ConfigError(
+            f"k = {', '.join(map(str, too_large))} is larger than the pools ({size} candidates per task: samples x "
+            f"seeds); raise samples=/seeds= or ask for k <= {size}."
+        )
+    return list(config.ks), []
 
 
 # -------------------------------------------------------------------------------- output folder
@@ -554,34 +536,21 @@ def _log(message: str) -> None:
 
 
 def _out_dir(config: EvalConfig) -> Path:
-    if config.out:
-        return Path(config.out)
-    return Path("runs") / "eval" / (config.name or time.strftime("%Y%m%d-%H%M%S", time.gmtime()))
+    return Path(config.out or Path("runs") / "eval" / (config.name or time.strftime("%Y%m%d-%H%M%S", time.gmtime())))
 
 
 def _check_out(out: Path) -> None:
-    """Refuse an out= that cannot hold the evaluation, before anything is sampled (nothing is created here).
-
-    Raises:
-        DataFileError: If out= or a folder above it is a file, or the nearest existing one is not writable.
-    """
-    for folder in (out, *out.parents):
-        if not folder.exists():
-            continue
-        if not folder.is_dir():
-            where = "is a file" if folder == out else f"is under {folder}, which is a file"
-            raise DataFileError(f"out={out} {where}, not a folder; give a folder path for the evaluation.")
-        if not os.access(folder, os.W_OK | os.X_OK):
-            raise DataFileError(f"out={out}: {folder} is not writable; give a folder you can write to.")
-        return
+    """Refuse an out= under a file or a folder that is not writable, before anything is sampled (`DataFileError`)."""
+    folder = next((f for f in (out, *out.parents) if f.exists()), None)
+    if folder is not None and not folder.is_dir():
+        where = "is a file" if folder == out else f"is under {folder}, which is a file"
+        raise DataFileError(f"out={out} {where}, not a folder; give a folder path for the evaluation.")
+    if folder is not None and not os.access(folder, os.W_OK | os.X_OK):
+        raise DataFileError(f"out={out}: {folder} is not writable; give a folder you can write to.")
 
 
 def _write(path: Path, text: str) -> None:
-    """Write `text` to `path` (through a temporary file, so an interruption leaves the old file whole).
-
-    Raises:
-        DataFileError: If out= cannot be written (permissions, a full or read-only disk).
-    """
+    """Write `text` to `path` through a temporary file (an interruption leaves the old file whole; `DataFileError`)."""
     tmp = path.with_name(f".{path.name}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -593,12 +562,9 @@ def _write(path: Path, text: str) -> None:
         ) from None
 
 
+# -------------------------------------------------------------------------------------- resume
 def _read_run(run_file: Path) -> dict[str, Any]:
-    """Each row's settings as an earlier evaluation recorded them in ``run.json``.
-
-    Raises:
-        DataFileError: If it cannot be read, is not JSON, or not an object with a ``rows`` object.
-    """
+    """Each row's settings as ``run.json`` recorded them (`DataFileError` for a file without a ``rows`` object)."""
     fix = "start again in another out= (or delete the folder's samples_*.jsonl and run.json)"
     try:
         previous = json.loads(run_file.read_text(encoding="utf-8"))
@@ -654,9 +620,7 @@ def _record_problem(record: Any, per_task: int) -> str | None:
     sample = record.get("sample")
     if isinstance(sample, bool) or not isinstance(sample, int) or not 0 <= sample < per_task:
         return f"has 'sample' {_shown(json.dumps(sample))[:40]} ('sample' must be an integer from 0 to {per_task - 1})"
-    if not isinstance(record.get("completion"), str):
-        return "has no completion text ('completion' must be text)"
-    return None
+    return None if isinstance(record.get("completion"), str) else "has no completion text ('completion' must be text)"
 
 
 def _read_done(path: Path, per_task: int, task_ids: set[str]) -> dict[str, list[dict[str, Any]]]:
@@ -671,10 +635,9 @@ def _read_done(path: Path, per_task: int, task_ids: set[str]) -> dict[str, list[
     if not path.exists():
         return {}
     try:
-        text = path.read_text(encoding="utf-8")
+        lines = path.read_text(encoding="utf-8").split("\n")
     except (OSError, UnicodeDecodeError) as exc:
         raise DataFileError(f"resume: cannot read {path} ({exc}); start again in another out=.") from None
-    lines = text.split("\n")
     done: dict[str, dict[int, dict[str, Any]]] = {}
     for number, line in enumerate(lines, 1):
         if not line.strip():
@@ -686,21 +649,58 @@ def _read_done(path: Path, per_task: int, task_ids: set[str]) -> dict[str, list[
                 break
             raise DataFileError(f"resume: {path} line {number} is not JSON; {_RECORD_FIX}.") from None
         problem = _record_problem(record, per_task)
+        if problem is None and record["task_id"] not in task_ids:
+            problem = (
+                f"is of task {_shown(record['task_id'])!r}, which is not one of this evaluation's {len(task_ids)} tasks"
+            )
+        elif problem is None and record["sample"] in done.get(record["task_id"], {}):
+            problem = f"repeats sample {record['sample']} of {record['task_id']}"
         if problem is not None:
             raise DataFileError(f"resume: {path} line {number} {problem}; {_RECORD_FIX}.")
-        task_id, sample = record["task_id"], record["sample"]
-        if task_id not in task_ids:
-            raise DataFileError(
-                f"resume: {path} line {number} is of task {_shown(task_id)!r}, which is not one of this "
-                f"evaluation's {len(task_ids)} tasks; {_RECORD_FIX}."
-            )
-        if sample in done.setdefault(task_id, {}):
-            raise DataFileError(f"resume: {path} line {number} repeats sample {sample} of {task_id}; {_RECORD_FIX}.")
-        done[task_id][sample] = record
+        done.setdefault(record["task_id"], {})[record["sample"]] = record
     return {k: [v[j] for j in range(per_task)] for k, v in done.items() if len(v) == per_task}
 
 
-# -------------------------------------------------------------------------------------- scoring
+def _resumed(env: Any, tasks: Sequence[Any], row: Row, log_file: Path, messages: Callable[[int], Any]) -> dict:
+    """The complete tasks of a sample log (task index -> records), their completions scored again by the env.
+
+    Raises:
+        DataFileError: A damaged sample log (`_read_done`), or a stored prompt these settings do not render.
+    """
+    per_task = row.settings["completions_per_task"] * row.settings["seeds"]
+    stored = _read_done(log_file, per_task, {t.id for t in tasks})
+    done: dict[int, list[dict[str, Any]]] = {}
+    changed = 0
+    for i, task in enumerate(tasks):
+        if task.id not in stored:
+            continue
+        chat = messages(i)
+        prompt = [dict(x) for x in chat]
+        if any(record.get("prompt") != prompt for record in stored[task.id]):
+            raise DataFileError(
+                f"resume: {log_file} holds task {task.id} sampled with another prompt than mode="
+                f"{row.settings['mode']} m={row.settings['m']} renders (another mode, m, conditioning or env "
+                "version); start again in another out=."
+            )
+        done[i] = _records(env, task, chat, [r["completion"] for r in stored[task.id]], row)
+        changed += sum(
+            old.get("rewards") != new["rewards"] or old.get("candidates") != strict_json.to_strict(new["candidates"])
+            for old, new in zip(stored[task.id], done[i], strict=True)
+        )
+    if done:
+        _log(
+            f"{_shown(row.label)}: resuming, {len(done)} of {len(tasks)} tasks already sampled in {log_file}; their "
+            f"{len(done) * per_task} completions were scored again with the env"
+        )
+    if changed:
+        _log(
+            f"warning: {changed} stored completion(s) had candidates or rewards that differ from the env's score of "
+            "their text; the env's are used and written back"
+        )
+    return done
+
+
+# ------------------------------------------------------------------------------------- sampling
 def _jsonable(value: Any) -> Any:
     try:
         json.dumps(strict_json.to_strict(value))
@@ -725,75 +725,12 @@ def _records(env: Any, task: Any, messages: Any, texts: Sequence[str], row: Row)
             {"index": c.index, "text": c.text, "answer": _jsonable(c.answer), "error": c.error}
             for c in scored.candidates
         ]
+        prompt = [dict(x) for x in messages]
         records.append(
-            {
-                "task_id": task.id,
-                "sample": j,
-                "prompt": [dict(x) for x in messages],
-                "completion": text,
-                "candidates": candidates,
-                "rewards": strict_json.to_strict(rewards),
-                "reward_names": names,
-            }
+            {"task_id": task.id, "sample": j, "prompt": prompt, "completion": text, "candidates": candidates}
+            | {"rewards": strict_json.to_strict(rewards), "reward_names": names}
         )
     return records
-
-
-def _rescored(env: Any, task: Any, records: list[dict[str, Any]], messages: Any, row: Row, path: Path) -> tuple:
-    """A task's stored records with their completions scored again by the env.
-
-    Returns:
-        (the records rebuilt from their completion text, how many stored records had other candidates or rewards).
-
-    Raises:
-        DataFileError: If a record's prompt is not what these settings render for the task.
-    """
-    prompt = [dict(x) for x in messages]
-    if any(record.get("prompt") != prompt for record in records):
-        raise DataFileError(
-            f"resume: {path} holds task {task.id} sampled with another prompt than mode={row.settings['mode']} "
-            f"m={row.settings['m']} renders (another mode, m, conditioning or env version); start again in another out=."
-        )
-    fresh = _records(env, task, messages, [r["completion"] for r in records], row)
-    changed = sum(
-        old.get("rewards") != new["rewards"] or old.get("candidates") != strict_json.to_strict(new["candidates"])
-        for old, new in zip(records, fresh, strict=True)
-    )
-    return fresh, changed
-
-
-# ------------------------------------------------------------------------------------- sampling
-def _done_future(value: Any) -> Future[Any]:
-    future: Future[Any] = Future()
-    future.set_result(value)
-    return future
-
-
-def _resumed(env: Any, tasks: Sequence[Any], row: Row, log_file: Path, messages: Callable[[int], Any]) -> dict:
-    """The complete tasks of a sample log (task index -> records), their completions scored again by the env.
-
-    Raises:
-        DataFileError: A damaged sample log (`_read_done`, `_rescored`).
-    """
-    per_task = row.settings["completions_per_task"] * row.settings["seeds"]
-    stored = _read_done(log_file, per_task, {t.id for t in tasks})
-    done: dict[int, list[dict[str, Any]]] = {}
-    changed = 0
-    for i, task in enumerate(tasks):
-        if task.id in stored:
-            done[i], differ = _rescored(env, task, stored[task.id], messages(i), row, log_file)
-            changed += differ
-    if done:
-        _log(
-            f"{_shown(row.label)}: resuming, {len(done)} of {len(tasks)} tasks already sampled in {log_file}; their "
-            f"{len(done) * per_task} completions were scored again with the env"
-        )
-    if changed:
-        _log(
-            f"warning: {changed} stored completion(s) had candidates or rewards that differ from the env's score of "
-            "their text; the env's are used and written back"
-        )
-    return done
 
 
 def _requested(sampler: Any, row: Row, chats: list[Any], start: int) -> list[str]:
@@ -818,11 +755,7 @@ def _requested(sampler: Any, row: Row, chats: list[Any], start: int) -> list[str
 
 
 def _append(sink: Any, records: list[dict[str, Any]], log_file: Path) -> None:
-    """Append one task's records to the sample log (flushed: a resume continues after it).
-
-    Raises:
-        DataFileError: The log cannot be written.
-    """
+    """Append one task's records to the sample log, flushed: a resume continues after it (`DataFileError`)."""
     try:
         sink.write("".join(strict_json.dumps(r) + "\n" for r in records))
         sink.flush()
@@ -863,35 +796,36 @@ def _sample_row(
     n = s["completions_per_task"] * s["seeds"]
 
     def messages(i: int) -> Any:
-        return env.render_prompt(
-            tasks[i], mode=s["mode"], m=s["m"], goal_weights=None if weights is None else weights[i]
-        )
+        goal = None if weights is None else weights[i]
+        return env.render_prompt(tasks[i], mode=s["mode"], m=s["m"], goal_weights=goal)
 
     done = _resumed(env, tasks, row, log_file, messages) if resume and log_file is not None else {}
     if log_file is not None:  # the log rewritten with the re-scored tasks only (a task cut short goes)
         _write(log_file, "".join(strict_json.dumps(r) + "\n" for i in sorted(done) for r in done[i]))
     todo = [i for i in range(len(tasks)) if i not in done]
-    chunks = [c for c in ([i for i in todo if a <= i < a + chunk] for a in range(0, len(tasks), chunk)) if c]
+    chunks = iter([c for c in ([i for i in todo if a <= i < a + chunk] for a in range(0, len(tasks), chunk)) if c])
 
     def request(indices: list[int]) -> tuple[list[Any], list[str]]:
         chats = [messages(i) for i in indices]
         return chats, _requested(sampler, row, chats, indices[0] - indices[0] % chunk)
 
+    def submit(indices: list[int]) -> Future[Any]:
+        if pool is not None:
+            return pool.submit(request, indices)
+        future: Future[Any] = Future()  # a local model samples on this thread
+        future.set_result(request(indices))
+        return future
+
     finished = len(done)
     pool = ThreadPoolExecutor(max_workers=in_flight) if in_flight > 1 else None
-    submit: Callable[[list[int]], Future[Any]] = (
-        (lambda c: pool.submit(request, c)) if pool is not None else (lambda c: _done_future(request(c)))
-    )
     pending: collections.deque[tuple[list[int], Future[Any]]] = collections.deque()
-    upcoming = iter(chunks)
     try:
         with log_file.open("a", encoding="utf-8") if log_file is not None else contextlib.nullcontext() as sink:
-            for indices in itertools.islice(upcoming, in_flight):
-                pending.append((indices, submit(indices)))
+            pending.extend((c, submit(c)) for c in itertools.islice(chunks, in_flight))
             while pending:
                 indices, answer = pending.popleft()
                 chats, texts = answer.result()
-                following = next(upcoming, None)
+                following = next(chunks, None)
                 if following is not None:
                     pending.append((following, submit(following)))
                 for p, i in enumerate(indices):
@@ -914,25 +848,20 @@ def _sample_row(
 # -------------------------------------------------------------------------------------- results
 @dataclass
 class RowResult:
-    """A row's pools and metrics (what results.json, table.md and the plot show)."""
+    """A row's name, prompts, metrics, best@k curve and results.json entry (what table.md and the plot show)."""
 
     name: str
     mode: str
     m: int
-    rewards: np.ndarray
-    """Shape (T, completions x seeds, m, d); rows of a task with fewer dimensions are zero-padded."""
-    metrics: dict[str, float] = field(default_factory=dict)
-    standard_errors: dict[str, float] = field(default_factory=dict)
-    curve: list[float] = field(default_factory=list)
+    metrics: dict[str, float]
+    curve: list[float]
     entry: dict[str, Any] = field(default_factory=dict)
-    """The row's entry in results.json."""
 
 
 def _pools(env: Any, tasks: Sequence[Any], records: list[list[dict[str, Any]]], m: int) -> np.ndarray:
     """The rewards of every task's records, shape (T, n, m, d) with d the widest task's (narrower ones zero-padded)."""
     width = max([env.reward_spec.dim, *(env.spec_for(t).dim for t in tasks)])
-    n = len(records[0]) if records else 0
-    pools = np.zeros((len(tasks), n, m, width))
+    pools = np.zeros((len(tasks), len(records[0]) if records else 0, m, width))
     for t, task_records in enumerate(records):
         for j, record in enumerate(task_records):
             rows = np.asarray(record["rewards"], dtype=np.float64).reshape(m, -1)
@@ -940,11 +869,12 @@ def _pools(env: Any, tasks: Sequence[Any], records: list[list[dict[str, Any]]], 
     return pools
 
 
-def _row_result(env: Any, tasks: Sequence[Any], row: Row, pools: np.ndarray, ks: Sequence[int]) -> RowResult:
-    """The row's metrics, each with its bootstrap standard error over tasks, and its best@k curve."""
+def _row_metrics(
+    env: Any, tasks: Sequence[Any], mode: str, pools: np.ndarray, ks: Sequence[int]
+) -> tuple[dict[str, float], dict[str, float], list[float]]:
+    """The row's metrics, the bootstrap standard error over tasks of each, and its best@k curve."""
     from vpo_core.metrics import reward_diversity
 
-    mode = row.settings["mode"]
     task_pools = list(pools)
     per_task = [task_pool_metrics(env, t, p, mode=mode, ks=ks) for t, p in zip(tasks, task_pools, strict=True)]
     for task, task_row, pool in zip(tasks, per_task, task_pools, strict=True):
@@ -952,15 +882,8 @@ def _row_result(env: Any, tasks: Sequence[Any], row: Row, pools: np.ndarray, ks:
         task_row.update({MetricName("diversity", k): reward_diversity(flat[:k]) for k in ks})
     metrics = pool_summary(env, tasks, task_pools, per_task, mode=mode, ks=ks)
     errors = standard_errors(env, tasks, task_pools, per_task, metrics)
-    return RowResult(
-        name=row.label,
-        mode=mode,
-        m=row.settings["m"],
-        rewards=pools,
-        metrics={str(k): v for k, v in metrics.items()},
-        standard_errors={str(k): v for k, v in errors.items()},
-        curve=pool_curve(env, tasks, task_pools, mode=mode),
-    )
+    curve = pool_curve(env, tasks, task_pools, mode=mode)
+    return {str(k): v for k, v in metrics.items()}, {str(k): v for k, v in errors.items()}, curve
 
 
 def _with_error(metrics: dict[str, Any], errors: dict[str, Any], key: str) -> str:
@@ -991,17 +914,6 @@ def _report(results: dict[str, Any], out: Path) -> str:
     return "\n".join(lines)
 
 
-def _plot(results: list[RowResult], path: Path, title: str) -> None:
-    """best_at_k.png, where matplotlib is installed (a plain ``pip install vpo-core`` has none)."""
-    import importlib.util
-
-    if importlib.util.find_spec("matplotlib") is None:
-        return
-    from vpo_core.evaluation.plots import plot_best_at_k
-
-    plot_best_at_k(results, path, title=title)
-
-
 # ---------------------------------------------------------------------------------------- main
 def _env_and_tasks(config: EvalConfig) -> tuple[str, Any, list[Any]]:
     """The canonical env id, the env and the evaluated tasks.
@@ -1018,16 +930,16 @@ def _env_and_tasks(config: EvalConfig) -> tuple[str, Any, list[Any]]:
     try:
         env_id, options = check_env_options(config.env, config.env_options, warn=_log)
     except KeyError as exc:  # the registry's check of the id the user wrote
-        raise ConfigError(str(exc.args[0] if exc.args else exc)) from None
+        raise ConfigError(_message(exc)) from None
     config.env, config.env_options = env_id, options
     try:
         env = vpo_core.make(env_id, **options)
     except UserError:
         raise
     except (KeyError, ValueError) as exc:  # the constructor validates the user's env.<key> values
-        raise ConfigError(f"env={env_id}: {exc.args[0] if exc.args else exc}") from exc
+        raise ConfigError(f"env={env_id}: {_message(exc)}") from exc
     try:
-        tasks = list(env.tasks(config.split))
+        tasks = list(env.tasks(config.split))[: config.tasks]
     except UserError:
         raise
     except FileNotFoundError as exc:
@@ -1035,8 +947,7 @@ def _env_and_tasks(config: EvalConfig) -> tuple[str, Any, list[Any]]:
     except DataError as exc:
         raise DataFileError(str(exc)) from exc
     except (KeyError, ValueError) as exc:  # the env's check of the split name
-        raise ConfigError(f"split={config.split} of {env_id}: {exc.args[0] if exc.args else exc}") from exc
-    tasks = tasks[: config.tasks]
+        raise ConfigError(f"split={config.split} of {env_id}: {_message(exc)}") from exc
     if not tasks:
         raise ConfigError(f"{env_id} has no tasks in split {config.split!r}.")
     return env_id, env, tasks
@@ -1074,7 +985,6 @@ def evaluate(config: EvalConfig) -> dict[str, Any]:
     common["backend"] = backend
     if config.served:
         common.update(base_url=config.base_url, api=config.api)
-    log_samples = config.log_samples or config.resume
     run_file = out / "run.json"
     previous = _read_run(run_file) if config.resume and run_file.exists() else None
     results: list[RowResult] = []
@@ -1085,30 +995,29 @@ def evaluate(config: EvalConfig) -> dict[str, Any]:
         sampler = _sampler(target, config, env, backend)
         if config.served:
             target.label = str(sampler.model).rstrip("/").split("/")[-1] or "served"
-        rows = [_row(target, c, config, env, common) for c in _conditionings(target, config)]
-        for row in rows:
+        for row in [_row(target, c, config, env, common) for c in _conditionings(target, config)]:
             if config.served:
                 row.settings["model"] = sampler.model
-            log_file = out / f"samples_{row.slug}.jsonl" if log_samples else None
-            if log_file is not None and log_file.exists() and not config.resume:
-                raise DataFileError(
-                    f"{out} holds an evaluation of {_shown(row.label)}; pass resume=true or another out=."
-                )
-            if previous is not None and log_file is not None and log_file.exists():
+            log_file = out / f"samples_{row.slug}.jsonl" if config.log_samples or config.resume else None
+            if log_file is not None and log_file.exists():
+                if not config.resume:
+                    raise DataFileError(
+                        f"{out} holds an evaluation of {_shown(row.label)}; pass resume=true or another out=."
+                    )
+                if previous is None:
+                    raise DataFileError(
+                        f"resume: {out} has {log_file.name} but no run.json, so the settings of its samples cannot be "
+                        "verified; start again in another out= (or delete its samples_*.jsonl)."
+                    )
                 _check_resume(previous, row, run_file)
-            elif config.resume and log_file is not None and log_file.exists():
-                raise DataFileError(
-                    f"resume: {out} has {log_file.name} but no run.json, so the settings of its samples cannot be "
-                    "verified; start again in another out= (or delete its samples_*.jsonl)."
-                )
             row_ks, left_out = _ks(config, [row])
             recorded[row.label] = row.settings
             _write(run_file, strict_json.dumps({"schema_version": SCHEMA_VERSION, "rows": recorded}, indent=2) + "\n")
             results.append(_evaluate_row(sampler, env, tasks, row, config, log_file=log_file, ks=row_ks))
-            results[-1].entry["ks_not_reported"] = {"ks": left_out, "pool_size": _pool_size(row.settings)}
+            results[-1].entry["ks_not_reported"] = {"ks": left_out, "pool_size": row.pool_size}
             if left_out:
                 _log(f"{_shown(row.label)}: best@k, pass@k, E_w[best@k] and diversity@k for k = {', '.join(map(str, left_out))} "
-                     f"are not reported: each task's pool has {_pool_size(row.settings)} candidates; raise samples= "
+                     f"are not reported: each task's pool has {row.pool_size} candidates; raise samples= "
                      "or seeds= to report them.")  # fmt: skip
         del sampler  # the last reference: free its model before the next checkpoint's is loaded
         _release_memory()
@@ -1125,18 +1034,16 @@ def _evaluate_row(
     weights = None
     if row.conditioning is not None:
         weights = goal_weights_for_eval(env, tasks, row.conditioning, seed=config.goal_seed)
-    note = _prefill_note(sampler)
+    sources = {"server": "learned from the server's /tokenize", "tokenizer": "from tokenizer="}
+    source = getattr(sampler, "prefill_source", None)
+    note = f"; the template pre-fills {_shown(repr(sampler.prefill))} ({sources[source]})" if source in sources else ""
     _log(f"evaluating {_shown(row.label)} on {len(tasks)} {s['env']} {s['split']} tasks with {s['backend']}: "
          f"{s['samples']} candidates x {s['seeds']} seed(s) ({s['mode']}, m={s['m']}), temperature {s['temperature']}, "
          f"top-p {s['top_p']}, max_new_tokens {s['max_new_tokens']}, chat template {s['chat_template_kwargs']} "
          f"(defaults from {s['env']}'s evaluation profile){note}")  # fmt: skip
     served = s["backend"] == "openai"
-    how = {
-        "chunk": 1 if served else config.batch,
-        "in_flight": config.concurrency if served else 1,
-        "weights": weights,
-        "progress": config.progress,
-    }
+    how: dict[str, Any] = {"chunk": 1 if served else config.batch, "in_flight": config.concurrency if served else 1}
+    how |= {"weights": weights, "progress": config.progress}
     missing_before = int(getattr(sampler, "bad_completions", 0) or 0)
     records = _sample_row(sampler, env, tasks, row, log_file=log_file, resume=config.resume, how=how)
     missing = int(getattr(sampler, "bad_completions", 0) or 0) - missing_before
@@ -1145,45 +1052,27 @@ def _evaluate_row(
             f"{_shown(row.label)}: {missing} completion(s) were missing from the server's answers (scored as the pre-fill alone)"
         )
     pools = _pools(env, tasks, records, s["m"])
-    result = _row_result(env, tasks, row, pools, ks)
+    metrics, errors, curve = _row_metrics(env, tasks, s["mode"], pools, ks)
     pool_file = _out_dir(config) / f"pool_{row.slug}.npy"
     pool_file.parent.mkdir(parents=True, exist_ok=True)
-    pool = new_pool(env, s["env"], tasks, pools, mode=s["mode"], label=row.label, settings=dict(s))
-    save_pool(pool_file, pool)
-    result.entry = {
-        "model": s["model"],
-        "backend": s["backend"],
-        "mode": s["mode"],
-        "m": s["m"],
-        "conditioning": row.conditioning,
-        "metrics": result.metrics,
-        "standard_errors": result.standard_errors,
-        "curve": result.curve,
-        "missing_completions": missing,
-        "chat_template_prefill": {
-            "text": getattr(sampler, "prefill", None),
-            "source": getattr(sampler, "prefill_source", "template"),
-        },
-        "pool": pool_file.name,
-        "samples": log_file.name if log_file is not None else None,
-        "settings": s,
-        "settings_digest": settings_digest(s),
+    save_pool(pool_file, new_pool(env, s["env"], tasks, pools, mode=s["mode"], label=row.label, settings=dict(s)))
+    entry = {key: s[key] for key in ("model", "backend", "mode", "m")} | {"conditioning": row.conditioning}
+    entry |= {"metrics": metrics, "standard_errors": errors, "curve": curve, "missing_completions": missing}
+    entry["chat_template_prefill"] = {
+        "text": getattr(sampler, "prefill", None),
+        "source": getattr(sampler, "prefill_source", "template"),
     }
-    return result
-
-
-def _prefill_note(sampler: Any) -> str:
-    """The log's words on the template's pre-fill (added before every completion), if a server's is known."""
-    source = {"server": "learned from the server's /tokenize", "tokenizer": "from tokenizer="}
-    if getattr(sampler, "prefill_source", None) not in source:
-        return ""
-    return f"; the template pre-fills {_shown(repr(sampler.prefill))} ({source[sampler.prefill_source]})"
+    entry |= {"pool": pool_file.name, "samples": log_file.name if log_file is not None else None, "settings": s}
+    entry["settings_digest"] = settings_digest(s)
+    return RowResult(row.label, s["mode"], s["m"], metrics, curve, entry)
 
 
 def _write_results(
     results: list[RowResult], env_id: str, config: EvalConfig, tasks: Sequence[Any], out: Path, ks: list[int]
 ) -> dict[str, Any]:
-    """Write results.json (the one schema), table.md and best_at_k.png; returns what results.json holds."""
+    """Write results.json (the one schema), table.md and best_at_k.png (with matplotlib); returns results.json."""
+    import importlib.util
+
     payload = {
         "schema_version": SCHEMA_VERSION,
         "env": env_id,
@@ -1196,9 +1085,11 @@ def _write_results(
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }
     _write(out / "results.json", strict_json.dumps(payload, indent=2) + "\n")
-    table = markdown_table(results, ks=ks, ew_ks=ks if config.ks else (5,))
-    _write(out / "table.md", table + "\n")
-    _plot(results, out / "best_at_k.png", f"{env_id} {config.split}")
+    _write(out / "table.md", markdown_table(results, ks=ks, ew_ks=ks if config.ks else (5,)) + "\n")
+    if importlib.util.find_spec("matplotlib") is not None:
+        from vpo_core.evaluation.plots import plot_best_at_k
+
+        plot_best_at_k(results, out / "best_at_k.png", title=f"{env_id} {config.split}")
     return payload
 
 
@@ -1218,12 +1109,9 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "vpo-eval") -> int:
     except HelpRequested as exc:
         print(exc.text)
         return 0
-    except ServerError as exc:
+    except (ServerError, UserError) as exc:
         _log(f"error: {_shown(exc, 4000)}")
-        return 1
-    except UserError as exc:
-        _log(f"error: {_shown(exc, 4000)}")
-        return 2
+        return 1 if isinstance(exc, ServerError) else 2
     table = (_out_dir(config) / "table.md").read_text(encoding="utf-8")
     print("\n".join(_shown(line, 10_000) for line in table.splitlines()))
     print(_report(results, _out_dir(config)))
