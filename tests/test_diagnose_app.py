@@ -9,6 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from vpo_core.evaluation import SavedPool, save_pool
+
 APP = Path(__file__).resolve().parents[1] / "apps" / "diagnose.py"
 
 
@@ -23,8 +25,8 @@ def _app():
 
 def test_app_prints_verdicts_and_table(tmp_path, capsys):
     rng = np.random.default_rng(5)
-    np.save(tmp_path / "pool_vpo.npy", rng.uniform(size=(4, 6, 3, 4)))
-    np.save(tmp_path / "pool_grpo.npy", rng.uniform(size=(4, 16, 1, 4)))
+    save_pool(tmp_path / "pool_vpo.npy", SavedPool(rng.uniform(size=(4, 6, 3, 4)), mode="multi"))
+    save_pool(tmp_path / "pool_grpo.npy", SavedPool(rng.uniform(size=(4, 16, 1, 4)), mode="single"))
     rc = _app()(["env=maze-v1", f"vpo={tmp_path / 'pool_vpo.npy'}", f"grpo={tmp_path / 'pool_grpo.npy'}"])
     out = capsys.readouterr().out
     assert rc == 0
@@ -36,7 +38,10 @@ def test_app_prints_verdicts_and_table(tmp_path, capsys):
 def test_app_rejects_a_missing_file_and_a_wrong_env(tmp_path, capsys):
     with pytest.raises(SystemExit, match="does not exist"):
         _app()(["env=maze-v1", f"vpo={tmp_path / 'nope.npy'}"])
-    np.save(tmp_path / "pool_x.npy", np.zeros((2, 3, 1, 5)))
+    np.save(tmp_path / "pool_x.npy", np.zeros((2, 3, 1, 4)))  # a bare array: the format before metadata
+    assert _app()(["env=maze-v1", f"pools={tmp_path / 'pool_x.npy'}"]) == 2
+    assert "pool_x.npy is a pool without its metadata" in capsys.readouterr().err
+    save_pool(tmp_path / "pool_x.npy", SavedPool(np.zeros((2, 3, 1, 5)), mode="single"))
     assert _app()(["env=maze-v1", f"pools={tmp_path / 'pool_x.npy'}"]) == 2
     assert "reward dims" in capsys.readouterr().err
 
@@ -52,7 +57,7 @@ def test_a_checkpoint_is_sampled_by_the_evaluation_app(tmp_path, capsys, monkeyp
         args = dict(a.split("=", 1) for a in command[2:])
         out = Path(args["out"])
         out.mkdir(parents=True)
-        np.save(out / "pool_run.npy", np.random.default_rng(6).uniform(size=(3, 16, 1, 4)))
+        save_pool(out / "pool_run.npy", SavedPool(np.random.default_rng(6).uniform(size=(3, 16, 1, 4)), mode="single"))
         row = {"pool": "pool_run.npy", "conditioning": None}  # the fields of results.json's schema it reads
         (out / "results.json").write_text(json.dumps({"schema_version": 2, "rows": {"run": row}}))
         return subprocess.CompletedProcess(command, 0)

@@ -26,7 +26,7 @@ def test_rho_is_the_appendix_recipe_with_a_constant_dimension():
     pool = np.concatenate(
         [base, base + 0.5 * rng.normal(size=base.shape), np.ones_like(base), rng.normal(size=base.shape)], -1
     )
-    d = diagnose_pool("x", pool, (0.25, 0.25, 0.25, 0.25))
+    d = diagnose_pool("x", pool, (0.25, 0.25, 0.25, 0.25), mode="single")
     assert d.kept_dims == (0, 1, 3)
     assert d.rho == pytest.approx(appendix_rho(pool), abs=1e-12)
 
@@ -35,11 +35,11 @@ def test_collinear_pool_is_out_of_regime_and_independent_pool_in_it():
     rng = np.random.default_rng(1)
     x = rng.uniform(size=(50, 16, 1, 1))
     collinear = np.concatenate([x, 2 * x + 1, 0.5 * x], -1)
-    d = diagnose_pool("grpo", collinear, (1 / 3, 1 / 3, 1 / 3))
+    d = diagnose_pool("grpo", collinear, (1 / 3, 1 / 3, 1 / 3), mode="single")
     assert d.rho == pytest.approx(1.0)
     assert verdict(d.rho).startswith("not in VPO's regime")
     independent = rng.uniform(size=(50, 16, 1, 3))
-    assert verdict(diagnose_pool("vpo", independent, (1 / 3,) * 3).rho).startswith("in VPO's regime")
+    assert verdict(diagnose_pool("vpo", independent, (1 / 3,) * 3, mode="single").rho).startswith("in VPO's regime")
     assert verdict(0.8).startswith("borderline")
     assert verdict(float("nan")).startswith("undetermined")
 
@@ -79,7 +79,7 @@ def test_best_at_k_single_pool_is_the_order_statistic_estimator():
     rng = np.random.default_rng(2)
     pool = rng.uniform(size=(3, 20, 1, 2))
     w = (0.7, 0.3)
-    d = diagnose_pool("grpo", pool, w, k=16)
+    d = diagnose_pool("grpo", pool, w, k=16, mode="single")
     expected = []
     for t in range(3):
         s = np.sort(pool[t, :, 0] @ np.array(w))
@@ -91,11 +91,13 @@ def test_best_at_k_single_pool_is_the_order_statistic_estimator():
 
 def test_k_is_capped_at_the_pool_size_and_multi_pools_use_m_candidates():
     pool = np.random.default_rng(3).uniform(size=(2, 4, 3, 2))
-    d = diagnose_pool("vpo", pool, (0.5, 0.5), k=16)
+    d = diagnose_pool("vpo", pool, (0.5, 0.5), k=16, mode="multi")
     assert d.k == 12
     best_of_all = np.mean(np.max((pool @ np.array([0.5, 0.5])).reshape(2, -1), axis=1))
     assert d.best_at_k == pytest.approx(best_of_all)
-    assert diagnose_pool("grpo", pool[:, :, :1], (0.5, 0.5)).k == 4
+    assert diagnose_pool("grpo", pool[:, :, :1], (0.5, 0.5), mode="single").k == 4
+    with pytest.raises(ValueError, match="single or multi"):
+        diagnose_pool("grpo", pool, (0.5, 0.5), mode="chains")
 
 
 @pytest.mark.parametrize(
@@ -108,12 +110,15 @@ def test_k_is_capped_at_the_pool_size_and_multi_pools_use_m_candidates():
 )
 def test_bad_pools_are_named(pool, w, message):
     with pytest.raises(ValueError, match=message):
-        diagnose_pool("x", pool, w)
+        diagnose_pool("x", pool, w, mode="single")
 
 
 def test_table_layout_matches_the_paper():
     pool = np.random.default_rng(4).uniform(size=(2, 16, 1, 2))
-    a, b = diagnose_pool("vpo", pool, (0.5, 0.5)), diagnose_pool("grpo", pool * 0.5, (0.5, 0.5))
+    a, b = (
+        diagnose_pool("vpo", pool, (0.5, 0.5), mode="single"),
+        diagnose_pool("grpo", pool * 0.5, (0.5, 0.5), mode="single"),
+    )
     table = format_table("toy-v1", "2 dims (D=2)", a, b, with_paper=True)
     lines = table.splitlines()
     assert lines[0] == "| Domain | reward dims | ρ̄ VPO | ρ̄ GRPO | best@16 VPO | best@16 GRPO | Δ |"
@@ -141,10 +146,10 @@ def test_best_at_k_uses_each_tasks_w_star_where_the_spec_varies_per_task():
     pool = np.zeros((3, 2, 1, 3))
     for i in range(3):
         pool[i, 0, 0, : i + 1] = 1.0  # every task solved by its first completion (zero-padded rows)
-    d = diagnose_pool("x", pool, w, k=2)
+    d = diagnose_pool("x", pool, w, k=2, mode="single")
     assert d.best_at_k == pytest.approx(1.0)  # the class-level w* (1/3 each) would give (1/3 + 2/3 + 1) / 3
     with pytest.raises(ValueError, match="2 per-task w\\* rows"):
-        diagnose_pool("x", pool, w[:2], k=2)
+        diagnose_pool("x", pool, w[:2], k=2, mode="single")
 
 
 def _row(position, domain, rho_vpo, rho_grpo, delta, **extra):

@@ -116,7 +116,7 @@ def test_the_served_model_s_pool_is_the_shared_format_that_diagnose_reads(tmp_pa
     assert row["samples"] is None  # no sample log unless asked
     assert not list(out.glob("samples_*.jsonl"))
     pool = load_pool(out / row["pool"])
-    assert (pool.mode, pool.env, pool.label, pool.source) == ("single", "maze-v1", "fake-model", "metadata")
+    assert (pool.mode, pool.env, pool.label) == ("single", "maze-v1", "fake-model")
     assert pool.rewards.shape == (2, 16, 1, 4)
     assert pool.task_ids == [t.id for t in env.tasks("test")[:2]]
     assert pool.settings["base_url"] == server.base_url

@@ -1,4 +1,4 @@
-"""The saved pool (vpo_core.evaluation): one writer, one reader, old pool files, structured metric names."""
+"""The saved pool (vpo_core.evaluation): one writer, one reader, old pool files refused, structured metric names."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from vpo_core.evaluation import (
     MetricName,
     SavedPool,
     best_at_k_of_pool,
-    legacy_mode,
     load_pool,
     metric_name,
     new_pool,
@@ -40,7 +39,7 @@ def test_a_saved_pool_reads_back_with_its_metadata(tmp_path, suffix):
     path = save_pool(tmp_path / f"pool_vpo{suffix}", pool)
     back = load_pool(path)
     np.testing.assert_array_equal(back.rewards, rewards)
-    assert (back.mode, back.m, back.env, back.label, back.source) == ("multi", 3, "maze-v1", "vpo", "metadata")
+    assert (back.mode, back.m, back.env, back.label) == ("multi", 3, "maze-v1", "vpo")
     assert back.task_ids == [t.id for t in tasks]
     assert back.reward_names == [list(env.spec_for(t).names) for t in tasks]
     assert back.w_star == [[0.25] * 4] * 3
@@ -57,9 +56,6 @@ def test_the_mode_comes_from_the_metadata_not_from_m(tmp_path):
     rewards = np.random.default_rng(1).uniform(size=(2, 5, 1, 4))
     save_pool(tmp_path / "pool_a.npy", SavedPool(rewards, mode="multi"))  # multi mode with m = 1
     assert load_pool(tmp_path / "pool_a.npy").mode == "multi"
-    np.save(tmp_path / "pool_bare.npy", rewards)  # no record at all: the old rule
-    bare = load_pool(tmp_path / "pool_bare.npy")
-    assert (bare.mode, bare.source) == ("single", "shape") == (legacy_mode(rewards), "shape")
     with pytest.raises(ValueError, match="tasks, completions, m, d"):
         SavedPool(rewards[0], mode="single")
     with pytest.raises(ValueError, match="single or multi"):
@@ -70,35 +66,37 @@ def test_the_mode_comes_from_the_metadata_not_from_m(tmp_path):
         load_pool(tmp_path / "nope.npy")
 
 
-def test_an_old_evaluation_pool_takes_its_row_from_results_json(tmp_path):
-    rewards = np.random.default_rng(2).uniform(size=(2, 4, 1, 4))
-    np.save(tmp_path / "pool_run.npy", rewards)
-    row = {"mode": "multi", "m": 1, "pool": "pool_run.npy", "settings": {"env": "maze-v1", "samples": 4}}
-    (tmp_path / "results.json").write_text(json.dumps({"schema_version": 2, "env": "maze-v1", "rows": {"run": row}}))
-    pool = load_pool(tmp_path / "pool_run.npy")
-    assert (pool.mode, pool.env, pool.label, pool.source) == ("multi", "maze-v1", "run", "results.json")
-    assert pool.settings == {"samples": 4}
-
-
-def test_the_committed_pools_read_without_rewriting():
+def test_the_committed_pools_carry_the_records_of_their_summaries():
+    """The pools migrated once from index.json / results.json hold what those records say."""
     index = json.loads((ROOT / "results" / "maze-v1-miniature" / "index.json").read_text())
-    for record in index["pools"][:6]:
+    for record in index["pools"]:
         pool = load_pool(ROOT / "results" / "maze-v1-miniature" / record["pool"])
-        assert (pool.mode, pool.label, pool.env, pool.source) == (
-            record["mode"],
-            record["label"],
-            "maze-v1",
-            "index.json",
-        )
+        assert (pool.mode, pool.label, pool.env) == (record["mode"], record["label"], "maze-v1")
         assert pool.rewards.dtype == np.float32
     for folder in sorted((ROOT / "results" / "maze-v1-miniature-v2" / "calibration").glob("*/")):
         if (folder / "pool.npz").exists():
             [(label, row)] = json.loads((folder / "results.json").read_text())["rows"].items()
             pool = load_pool(folder / "pool.npz")
-            with np.load(folder / "pool.npz") as saved:  # pools saved before metadata: read from results.json
-                source = "metadata" if "metadata" in saved.files else "results.json"
-            assert (pool.mode, pool.label, pool.source) == (row["mode"], label, source)
-            assert pool.rewards.shape[2] == row["m"]
+            assert (pool.mode, pool.label, pool.m) == (row["mode"], label, row["m"])
+
+
+def test_a_pool_without_metadata_is_refused_naming_the_file_and_the_fix(tmp_path):
+    """The format before pools carried their metadata: the mode cannot be read from the shape."""
+    from vpo_core.errors import DataFileError
+
+    rewards = np.random.default_rng(5).uniform(size=(2, 4, 1, 4))
+    np.save(tmp_path / "pool_old.npy", rewards)
+    np.savez_compressed(tmp_path / "old.npz", rewards=rewards)
+    for file, missing in ((tmp_path / "pool_old.npy", "pool_old.json beside it"), (tmp_path / "old.npz", "'metadata'")):
+        with pytest.raises(DataFileError) as caught:
+            load_pool(file)
+        message = str(caught.value)
+        assert str(file) in message
+        assert missing in message
+        assert "save_pool(path, SavedPool(rewards, mode=" in message
+        assert "\n" not in message
+    save_pool(tmp_path / "pool_old.npy", SavedPool(np.load(tmp_path / "pool_old.npy"), mode="multi"))  # the fix
+    assert load_pool(tmp_path / "pool_old.npy").mode == "multi"
 
 
 def test_metric_names_keep_their_parts_and_print_as_before():
@@ -130,16 +128,6 @@ def test_one_best_at_k_of_a_pool_batched_or_not():
         assert best_at_k_of_pool(scores[0], k, mode="multi") == pytest.approx(float(best_at_k_chains(scores[0], k)))
     for k in (1, 5):
         np.testing.assert_allclose(best_at_k_of_pool(scores, k, mode="single"), best_at_k(scores[..., 0], k))
-
-
-def test_a_broken_record_beside_an_old_pool_falls_back_to_the_shape_rule(tmp_path):
-    np.save(tmp_path / "pool_x.npy", np.zeros((1, 2, 3, 4)))
-    (tmp_path / "results.json").write_text("{not json")
-    assert load_pool(tmp_path / "pool_x.npy").source == "shape"
-    (tmp_path / "results.json").write_text(json.dumps({"rows": {"x": {"mode": "single", "pool": ["pool_x.npy"]}}}))
-    (tmp_path / "index.json").write_text(json.dumps({"pools": [{"pool": "pool_x.npy", "mode": "chains"}]}))
-    pool = load_pool(tmp_path / "pool_x.npy")
-    assert (pool.mode, pool.source) == ("multi", "shape")
 
 
 @pytest.mark.parametrize(
@@ -177,21 +165,6 @@ def test_damaged_npz_metadata_is_one_clear_error(tmp_path):
     np.savez_compressed(tmp_path / "pool.npz", rewards=np.zeros((1, 2, 1, 4)), metadata=np.array('"just text"'))
     with pytest.raises(DataFileError, match=r"pool\.npz.*not a JSON object"):
         load_pool(tmp_path / "pool.npz")
-
-
-def test_damaged_summaries_beside_an_old_pool_do_not_crash_the_reader(tmp_path):
-    np.save(tmp_path / "pool_x.npy", np.zeros((1, 2, 3, 4)))
-    (tmp_path / "index.json").write_text(json.dumps({"pools": 5, "config": []}))
-    assert load_pool(tmp_path / "pool_x.npy").source == "shape"
-    (tmp_path / "index.json").write_text(
-        json.dumps({"pools": [{"pool": "pool_x.npy", "mode": "single"}], "config": []})
-    )
-    pool = load_pool(tmp_path / "pool_x.npy")
-    assert (pool.mode, pool.env, pool.source) == ("single", None, "index.json")
-    (tmp_path / "results.json").write_text(
-        json.dumps({"env": 3, "rows": {"x": {"mode": "single", "pool": "pool_x.npy"}}})
-    )
-    assert load_pool(tmp_path / "pool_x.npy").env is None
 
 
 def test_a_missing_pool_is_a_missing_data_error(tmp_path):

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import vpo_core
+from vpo_core.evaluation import SavedPool, save_pool
 from vpo_core.metrics import best_at_k, best_at_k_chains, chain_pass_at_k, pareto_fraction
 from vpo_lab.experiment import ExperimentConfig, plan
 from vpo_lab.experiment_report import per_task_metrics, summarise, write_report
@@ -69,6 +70,11 @@ def test_per_task_metrics_match_the_core_estimators():
     assert out["curve"].shape == (5, 12)
 
 
+def _save_pool(path: Path, rewards: np.ndarray, mode: str) -> None:
+    """A pool file as the evaluation saves it: the rewards with their metadata."""
+    save_pool(path, SavedPool(rewards, mode=mode, env="maze-v1"))
+
+
 def _fake_experiment(tmp_path, shift):
     rng = np.random.default_rng(1)
     (tmp_path / "pools").mkdir()
@@ -78,7 +84,7 @@ def _fake_experiment(tmp_path, shift):
             n = 12 // m
             pool = np.clip(rng.random((20, n, m, 4)) * 0.5 + offset, 0, 1)
             name = f"pools/{method}-{seed}.npz"
-            np.savez_compressed(tmp_path / name, rewards=pool.astype(np.float32))
+            _save_pool(tmp_path / name, pool.astype(np.float32), mode)
             run = f"runs/main/{method}-seed{seed}"
             records.append(
                 {"variant": "main", "method": method, "seed": seed, "mode": mode, "label": f"{method}-seed{seed}"}
@@ -124,7 +130,7 @@ def test_the_report_says_where_each_arm_fails(tmp_path):
         name = tmp_path / f"pools/grpo-{seed}.npz"
         pool = np.load(name)["rewards"]
         pool[: 5 if seed == 0 else 2] = 0.0
-        np.savez_compressed(name, rewards=pool)
+        _save_pool(name, pool, "single")
     env = vpo_core.make("maze-v1")
     summary = summarise(index, env)
     grpo = summary["arms"]["grpo"]
@@ -183,7 +189,7 @@ def test_goal_conditioned_arms_get_the_papers_goal_table(tmp_path):
     for seed in range(3):
         for conditioning in ("w_star", "dirichlet"):
             name = f"pools/goal_cond-{seed}-{conditioning}.npz"
-            np.savez_compressed(tmp_path / name, rewards=rng.random((20, 12, 1, 4)).astype(np.float32))
+            _save_pool(tmp_path / name, rng.random((20, 12, 1, 4)).astype(np.float32), "single")
             run = f"runs/main/goal_cond-seed{seed}"
             data["pools"].append(
                 {"variant": "main", "method": "goal_cond", "seed": seed, "mode": "single"}
@@ -311,7 +317,7 @@ def test_arms_of_starts_and_steps_pair_vpo_with_each_baseline_at_the_same_start_
                     name = f"pools/{start}-{method}-{step}-{seed}.npz"
                     shift = 0.3 if (method, start, step) == ("vpo", "direct", 30) else 0.0
                     pool = np.clip(rng.random((6, 6 // m, m, 4)) * 0.5 + shift, 0, 1)
-                    np.savez_compressed(tmp_path / name, rewards=pool.astype(np.float32))
+                    _save_pool(tmp_path / name, pool.astype(np.float32), mode)
                     run = f"runs/{start}/{method}-seed{seed}"
                     label = f"{method}-seed{seed}" + ("" if step == 30 else f"@step{step}")
                     records.append(
@@ -561,7 +567,7 @@ def test_an_unfinished_runs_evaluations_are_collected_but_not_kept_as_done(tmp_p
     _marker(config, step5).parent.mkdir(parents=True)
     _marker(config, step5).write_text(json.dumps({"args": step5.args}))
     Path(step5.info["eval_dir"]).mkdir(parents=True)
-    np.save(Path(step5.info["eval_dir"]) / "pool_grpo-seed0@step5.npy", np.zeros((2, 3, 1, 4)))
+    _save_pool(Path(step5.info["eval_dir"]) / "pool_grpo-seed0@step5.npy", np.zeros((2, 3, 1, 4)), "single")
     index = json.loads(collect(config, list(jobs.values())).read_text())
     assert [record["job"] for record in index["pools"]] == ["eval/main/grpo-seed0@step5"]
     assert not (tmp_path / "out" / "done").exists()

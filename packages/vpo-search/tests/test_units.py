@@ -10,7 +10,7 @@ import pytest
 
 from env_lcb import LcbEnv, Problem
 from vpo_core import Task
-from vpo_core.evaluation import SavedPool
+from vpo_core.evaluation import SavedPool, save_pool
 from vpo_core.metrics import best_at_k, pass_at_k
 from vpo_search import (
     EndpointError,
@@ -150,9 +150,12 @@ def test_a_pool_of_another_env_or_other_tasks_is_refused(tmp_path):
     foreign = _save(tmp_path / "pool_maze.npy", np.zeros((4, 10, 3, 4)), maze, maze_tasks)
     with pytest.raises(ValueError, match=r"pool_maze.npy was made by env 'maze-v1', but the search runs on 'lcb-v1'"):
         resolve_problems(ENV, TASKS, "hardest", [str(foreign)], k=30, max_problems=None)
-    bare = tmp_path / "bare" / "pool_x.npy"  # no metadata, no results.json: nothing says which env made it
+    bare = tmp_path / "bare" / "pool_x.npy"  # no metadata at all: refused by the reader
     bare.parent.mkdir()
     np.save(bare, _pool([0, 0, 0, 0]))
+    with pytest.raises(ValueError, match=r"pool_x.npy is a pool without its metadata"):
+        resolve_problems(ENV, TASKS, "hardest", [str(bare)], k=30, max_problems=None)
+    save_pool(bare, SavedPool(_pool([0, 0, 0, 0]), mode="multi"))  # metadata that names no env
     with pytest.raises(ValueError, match=r"does not record which env made it.*re-run apps/evaluate.py on lcb-v1"):
         resolve_problems(ENV, TASKS, "hardest", [str(bare)], k=30, max_problems=None)
     # the same env on other tasks (another split, or other data): the ids differ

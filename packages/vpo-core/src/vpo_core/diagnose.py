@@ -33,7 +33,6 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from vpo_core.evaluation.metrics import best_at_k_of_pool
-from vpo_core.evaluation.pool_file import legacy_mode
 from vpo_core.metrics import collinearity
 from vpo_core.profile import CollinearityRow
 from vpo_core.registry import list_envs, resolve_env_class
@@ -135,9 +134,7 @@ def task_w_stars(env: Any, tasks: Sequence[Any], dim: int) -> np.ndarray:
     return out
 
 
-def diagnose_pool(
-    label: str, rewards: ArrayLike, w_star: ArrayLike, *, k: int = 16, mode: str | None = None
-) -> PoolDiagnosis:
+def diagnose_pool(label: str, rewards: ArrayLike, w_star: ArrayLike, *, mode: str, k: int = 16) -> PoolDiagnosis:
     """ρ̄ and best@k of one pool, as the appendix computes them.
 
     Args:
@@ -148,21 +145,23 @@ def diagnose_pool(
         k: Candidates of best@k (the paper: 16); capped at the pool's per-prompt size (n·m in multi
             mode, n in single mode).
         mode: The pool's prompt mode (`vpo_core.evaluation.load_pool` reads it from the pool file):
-            ``"multi"`` uses the chain estimator; None: `vpo_core.evaluation.legacy_mode` of a bare array.
+            ``"multi"`` uses the chain estimator, ``"single"`` the iid one.
 
     Returns:
         The diagnosis.
 
     Raises:
-        ValueError: On a pool of the wrong shape, a w* of the wrong length, non-finite rewards or k < 1.
+        ValueError: On a pool of the wrong shape, a w* of the wrong length, non-finite rewards, k < 1 or
+            another mode.
     """
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}.")
+    if mode not in ("single", "multi"):
+        raise ValueError(f"a pool's mode is single or multi, got {mode!r}.")
     r, w = _check_pool(rewards, w_star)
     t, n, m, d = r.shape
     flat = r.reshape(t * n * m, d)
     kept = tuple(int(i) for i in np.flatnonzero(np.ptp(flat, axis=0) > 0))
-    mode = legacy_mode(r) if mode is None else mode
     k_used = min(k, n * m if mode == "multi" else n)
     scores = r @ w if w.ndim == 1 else np.einsum("tnmd,td->tnm", r, w)  # (T, n, m)
     best = float(np.mean([best_at_k_of_pool(scores[i], k_used, mode=mode) for i in range(t)]))

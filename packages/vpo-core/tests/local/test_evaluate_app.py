@@ -110,7 +110,7 @@ def test_transformers_path_writes_two_goal_rows_outside_results(goal_run, tmp_pa
     assert np.load(out / "pool_gc@w_star.npy").shape == (2, 2, 1, 4)
     assert np.load(out / "pool_gc@dirichlet.npy").shape == (2, 2, 1, 4)
     pool = load_pool(out / "pool_gc@w_star.npy")  # the metadata beside each pool
-    assert (pool.mode, pool.env, pool.label, pool.source) == ("single", "maze-v1", "gc (w=w*)", "metadata")
+    assert (pool.mode, pool.env, pool.label) == ("single", "maze-v1", "gc (w=w*)")
     assert pool.settings["conditioning"] == "w_star"
     assert pool.task_ids == [t.id for t in vpo_core.make("maze-v1", test_size=2).tasks("test")]
     table = (out / "table.md").read_text()
@@ -478,4 +478,4 @@ def test_both_backends_write_results_of_one_schema(model_dir, tmp_path, monkeypa
     assert (row_a["backend"], row_b["backend"]) == ("transformers", "openai")
     for out, row in ((local, row_a), (served, row_b)):
         pool = load_pool(out / row["pool"])
-        assert (pool.env, pool.mode, pool.source, pool.rewards.shape) == ("maze-v1", "single", "metadata", (2, 2, 1, 4))
+        assert (pool.env, pool.mode, pool.rewards.shape) == ("maze-v1", "single", (2, 2, 1, 4))

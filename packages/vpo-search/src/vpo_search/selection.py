@@ -81,9 +81,8 @@ def check_pool_source(env: SearchableEnv, tasks: Sequence[Task[Any]], pool: Save
     A pool's rows are matched to the split's tasks by position, so a pool of another env (or of the
     same env on other data or another split) would select problems by someone else's scores. The pool's
     metadata (`vpo_core.evaluation.SavedPool`: ``env``, ``task_ids``, ``reward_names``, written by
-    ``apps/evaluate.py``) must name this env and the split's first T tasks in order; a pool that names
-    no env (a bare array from before pools carried metadata, with no ``results.json`` beside it) cannot
-    be checked and is refused too.
+    ``apps/evaluate.py``) must name this env and the split's first T tasks in order; a pool whose
+    metadata names no env cannot be checked and is refused too.
 
     Args:
         env: The env being searched.
@@ -97,7 +96,7 @@ def check_pool_source(env: SearchableEnv, tasks: Sequence[Task[Any]], pool: Save
     expected = str(env.env_id)
     if pool.env is None:
         raise ValueError(
-            f"pool {name} does not record which env made it (a bare array without metadata); re-run "
+            f"pool {name} does not record which env made it (its metadata has no env); re-run "
             f"apps/evaluate.py on {expected} to save it with its metadata, or pass problems= explicitly."
         )
     if pool.env != expected:

@@ -32,7 +32,7 @@ from vpo_core.evaluation.metrics import (
     task_pool_metrics,
     validity_metrics,
 )
-from vpo_core.evaluation.pool_file import SavedPool, legacy_mode, load_pool, new_pool, package_versions, save_pool
+from vpo_core.evaluation.pool_file import SavedPool, load_pool, new_pool, package_versions, save_pool
 from vpo_core.evaluation.reporting import settings_digest, standard_errors
 from vpo_core.evaluation.sampling import (
     CONDITIONINGS,
@@ -55,7 +55,6 @@ __all__ = [
     "best_at_k_of_pool",
     "evaluate_policy",
     "goal_weights_for_eval",
-    "legacy_mode",
     "load_pool",
     "markdown_table",
     "metric_name",

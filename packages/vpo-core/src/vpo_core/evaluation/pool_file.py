@@ -9,12 +9,8 @@ settings and the package versions. Two containers, chosen by the file's suffix:
   still reads it, and the metadata beside it in ``<same stem>.json``;
 - ``.npz`` (an experiment's compact summary): ``rewards`` and ``metadata`` (a JSON string).
 
-`load_pool` also reads the pools written before pools carried metadata (the committed
-``results/*/pools/*.npz`` and ``results/*/calibration/*/pool.npz``, ``pool_<row>.npy`` of older
-evaluations): their metadata comes from the ``results.json`` of their evaluation (the row whose
-``pool`` names the file) or the ``index.json`` of their experiment summary
-(the record whose ``pool`` names it). A bare array with neither is read as the evaluation app wrote
-them: single mode when m = 1, multi mode otherwise (`legacy_mode`).
+A pool file without its metadata (a bare array, as pools were saved before they carried it) is
+refused: its mode cannot be read from its shape (a multi-mode pool may have m = 1).
 """
 
 from __future__ import annotations
@@ -24,7 +20,7 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,10 +29,10 @@ from numpy.typing import NDArray
 
 from vpo_core.errors import DataFileError, MissingDataError
 
-__all__ = ["FORMAT_VERSION", "SavedPool", "legacy_mode", "load_pool", "new_pool", "package_versions", "save_pool"]
+__all__ = ["FORMAT_VERSION", "SavedPool", "load_pool", "new_pool", "package_versions", "save_pool"]
 
 FORMAT_VERSION = 1
-"""Version of the metadata layout; `load_pool` reads this one and the pools saved before metadata existed."""
+"""Version of the metadata layout `save_pool` writes and `load_pool` reads."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -47,15 +43,13 @@ class SavedPool:
         rewards: Shape (T, n, m, d); rows of a task with fewer dimensions than d (per-task specs) are
             zero-padded.
         mode: ``"multi"`` (chains of m candidates: the chain estimator) or ``"single"`` (iid).
-        env: The env id, or None (unknown for old pools).
+        env: The env id, or None.
         label: The evaluated row (checkpoint name and conditioning), or None.
         task_ids: Ids of the T tasks in row order, or None.
         reward_names: Each task's reward dimension names (its spec), or None.
         w_star: Each task's w*, one list of floats per task, or None.
         settings: Sampling settings (temperature, top_p, max_new_tokens, samples, seeds, conditioning, ...).
         versions: Package versions of the writer (`package_versions`).
-        source: Where the metadata came from: ``"metadata"``, ``"results.json"``, ``"index.json"`` or
-            ``"shape"`` (a bare array; the mode follows `legacy_mode`). Not saved.
     """
 
     rewards: NDArray[Any]
@@ -67,7 +61,6 @@ class SavedPool:
     w_star: list[list[float]] | None = None
     settings: dict[str, Any] = field(default_factory=dict)
     versions: dict[str, str] = field(default_factory=dict)
-    source: str = "metadata"
 
     def __post_init__(self) -> None:
         if np.ndim(self.rewards) != 4:
@@ -82,17 +75,8 @@ class SavedPool:
 
     def metadata(self) -> dict[str, Any]:
         """What `save_pool` writes beside the rewards (JSON-ready)."""
-        meta = {k: v for k, v in asdict(self).items() if k not in ("rewards", "source")}
+        meta = {k: v for k, v in asdict(self).items() if k != "rewards"}
         return {"format": FORMAT_VERSION, "m": self.m, "shape": list(self.rewards.shape), **meta}
-
-
-def legacy_mode(rewards: NDArray[Any]) -> str:
-    """The mode of a bare pool array with no record of its sampling: single when m = 1, else multi.
-
-    The evaluation app's pools followed this rule before they carried their mode (every method with
-    m > 1 prompts in multi mode); a multi-mode pool with m = 1 needs its metadata.
-    """
-    return "multi" if np.shape(rewards)[2] > 1 else "single"
 
 
 def package_versions() -> dict[str, str]:
@@ -178,7 +162,7 @@ def save_pool(path: str | os.PathLike[str], pool: SavedPool) -> Path:
 
 
 def load_pool(path: str | os.PathLike[str]) -> SavedPool:
-    """Read a pool file of `save_pool`, or one saved before pools carried metadata.
+    """Read a pool file of `save_pool`.
 
     Args:
         path: A ``.npy`` or ``.npz`` pool file.
@@ -188,8 +172,9 @@ def load_pool(path: str | os.PathLike[str]) -> SavedPool:
 
     Raises:
         MissingDataError: If there is no such file (a FileNotFoundError).
-        DataFileError: For a file that holds no pool of shape (T, n, m, d), or metadata (the ``.json``
-            sidecar of a ``.npy`` pool, the ``metadata`` of an ``.npz`` one) that is not JSON or not of
+        DataFileError: For a file that holds no pool of shape (T, n, m, d), a pool without metadata (the
+            ``.json`` sidecar of a ``.npy`` pool, the ``metadata`` of an ``.npz`` one: the format of
+            pools saved before they carried it), or metadata that is not JSON or not of
             `SavedPool.metadata`'s shape (a ValueError).
     """
     file = Path(path)
@@ -210,9 +195,14 @@ def load_pool(path: str | os.PathLike[str]) -> SavedPool:
             meta = (sidecar, sidecar.read_text(errors="replace"))
     if np.ndim(rewards) != 4:
         raise DataFileError(f"{file}: a pool has shape (tasks, completions, m, d), got {np.shape(rewards)}.")
-    if meta is not None:
-        return SavedPool(rewards=rewards, **_checked_metadata(meta[0], meta[1], np.shape(rewards)))
-    return _legacy_pool(file, rewards)
+    if meta is None:
+        missing = "'metadata' array in it" if file.suffix == ".npz" else f"{file.with_suffix('.json').name} beside it"
+        raise DataFileError(
+            f"{file} is a pool without its metadata (no {missing}: the format before pools carried it), so its "
+            "prompt mode is unknown; save it again with the mode it was sampled in: "
+            "vpo_core.evaluation.save_pool(path, SavedPool(rewards, mode='multi' or 'single'))."
+        )
+    return SavedPool(rewards=rewards, **_checked_metadata(meta[0], meta[1], np.shape(rewards)))
 
 
 def _is_text_list(value: Any) -> bool:
@@ -237,7 +227,7 @@ def _checked_metadata(where: Path, text: str, shape: tuple[int, ...]) -> dict[st
     Raises:
         DataFileError: One line naming the file and the field that is wrong.
     """
-    fix = "write the pool again with vpo_core.evaluation.save_pool, or delete the metadata to read the bare array"
+    fix = "write the pool again with vpo_core.evaluation.save_pool"
     try:
         meta = json.loads(text)
     except (ValueError, RecursionError):  # JSONDecodeError is a ValueError; deep nesting a RecursionError
@@ -281,60 +271,3 @@ def _checked_metadata(where: Path, text: str, shape: tuple[int, ...]) -> dict[st
                 raise DataFileError(f"{where}: the metadata's {key!r} must be {wanted}, got {shown}; {fix}.")
             fields[key] = meta[key]
     return fields
-
-
-def _legacy_pool(file: Path, rewards: NDArray[Any]) -> SavedPool:
-    """A pool saved without metadata: what its evaluation's results.json or its summary's index.json says."""
-    pool = SavedPool(rewards=rewards, mode=legacy_mode(rewards), source="shape")
-    results = _read_json(file.parent / "results.json")
-    rows = results.get("rows") if isinstance(results, dict) else None  # the schema of docs/evaluation.md
-    if isinstance(rows, dict):
-        named = [(k, r) for k, r in rows.items() if isinstance(r, dict) and r.get("pool") == file.name]
-        if named and named[0][1].get("mode") in ("single", "multi"):
-            label, row = named[0]
-            settings = {k: v for k, v in _settings(row).items() if k != "env"}
-            env = results.get("env")
-            return replace(
-                pool,
-                mode=row["mode"],
-                env=env if isinstance(env, str) else None,
-                label=label,
-                settings=settings,
-                source="results.json",
-            )
-    for folder in (file.parent, file.parent.parent):
-        summary = _read_json(folder / "index.json")
-        if not isinstance(summary, dict):
-            continue
-        relative = file.resolve().relative_to(folder.resolve()).as_posix()
-        records = summary.get("pools")
-        for record in records if isinstance(records, list) else []:
-            if (
-                isinstance(record, dict)
-                and record.get("pool") == relative
-                and record.get("mode") in ("single", "multi")
-            ):
-                config = summary.get("config")
-                env = config.get("env") if isinstance(config, dict) else None
-                label = record.get("label")
-                return replace(
-                    pool,
-                    mode=record["mode"],
-                    env=env if isinstance(env, str) else None,
-                    label=label if isinstance(label, str) else None,
-                    source="index.json",
-                )
-    return pool
-
-
-def _read_json(path: Path) -> Any:
-    """The JSON in `path`, or None where there is none (no file, or not JSON)."""
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError, RecursionError):  # no file, not text or not JSON, nested past the parser
-        return None
-
-
-def _settings(row: dict[str, Any]) -> dict[str, Any]:
-    settings = row.get("settings")
-    return settings if isinstance(settings, dict) else {}
