@@ -13,8 +13,10 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from vpo_core.http_json import ServerThread
 
 MODELS = {"object": "list", "data": [{"id": "m", "object": "model", "owned_by": "someone"}]}
 
@@ -38,7 +40,7 @@ class Sent:
     done: threading.Event = field(default_factory=threading.Event)
 
 
-class Server:
+class Server(ServerThread):
     """Answers each request with ``handle(handler, seen)``; records every request and what each answer sent.
 
     Args:
@@ -62,12 +64,9 @@ class Server:
 
             do_GET = do_POST = _any
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
+        super().__init__(Handler)
+        self.start()
         self.port = self.httpd.server_address[1]
-        self.url = f"http://127.0.0.1:{self.port}"
 
     def stream(
         self, handler: BaseHTTPRequestHandler, pieces: Any, *, status: int = 200, length: int | None = None
@@ -102,11 +101,6 @@ class Server:
             handler.close_connection = True
             sent.done.set()
         return sent
-
-    def close(self) -> None:
-        """Stop serving."""
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 def send_json(
