@@ -29,16 +29,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from env_ultrafeedback._scorer import ARMORM_ID, RewardScorer, check_batch
+from vpo_core import http_json
 from vpo_core.errors import ServerError
-from vpo_core.http_json import (
-    ANSWER_OVERHEAD,
-    JsonHandler,
-    RequestError,
-    ServerThread,
-    UnreachableError,
-    for_terminal,
-    request_json,
-)
+from vpo_core.http_json import ANSWER_OVERHEAD, RequestError, UnreachableError, for_terminal, request_json
 
 __all__ = ["DEFAULT_URL", "ScorerClient", "ScoringServer", "ScoringServerError", "main"]
 
@@ -58,7 +51,7 @@ class ScoringServerError(ServerError, ConnectionError):
     """
 
 
-class ScoringServer(ServerThread):
+class ScoringServer(http_json.ServerThread):
     """A `RewardScorer` served over HTTP on a background thread (`start` / `close`, or ``with``).
 
     Args:
@@ -80,10 +73,10 @@ class ScoringServer(ServerThread):
             else {"model": type(self.scorer).__name__, "names": list(self.scorer.names)}
         )
 
-    def _handler(self) -> type[JsonHandler]:
+    def _handler(self) -> type[http_json.JsonHandler]:
         server = self
 
-        class Handler(JsonHandler):
+        class Handler(http_json.JsonHandler):
             def do_GET(self) -> None:
                 if self.path.rstrip("/") == "/health":
                     self.send_json(200, server._describe())
