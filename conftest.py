@@ -1,10 +1,12 @@
 """Session-wide test settings: no test may reach the network (Hugging Face libraries stay offline).
 
-Fixtures for every package's tests: `fake_openai` (a local OpenAI-compatible server) and `smollm2` (the real
-SmolLM2-135M-Instruct checkpoint as an HF folder, converted once per cache by `vpo_core.checkpoints`).
+Fixtures for every package's tests: `fake_openai` (a local OpenAI-compatible server), `serve` (hostile local
+servers for the HTTP clients' tests) and `smollm2` (the real SmolLM2-135M-Instruct checkpoint as an HF folder,
+converted once per cache by `vpo_core.checkpoints`).
 """
 
 import os
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -12,6 +14,8 @@ from typing import Any
 import pytest
 
 from vpo_core.http_json import JsonHandler, ServerThread
+
+HTTP_SUPPORT = Path(__file__).resolve().parent / "packages" / "vpo-core" / "tests" / "http_support"
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["HF_DATASETS_OFFLINE"] = "1"
@@ -62,6 +66,21 @@ def fake_openai() -> Iterator[Callable[..., FakeOpenAI]]:
     yield start
     for server in servers:
         server.close()
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[..., Any]]:
+    """Start hostile local servers (``serve(handle)``); all are closed after the test.
+
+    Each is a `Server` of packages/vpo-core/tests/http_support/hostile_server.py: it answers as the test's
+    ``handle(handler, seen)`` tells it (redirects, floods, trickles).
+    """
+    if str(HTTP_SUPPORT) not in sys.path:  # only the helper's own folder (packages/vpo-core/tests holds a `vllm/`)
+        sys.path.insert(0, str(HTTP_SUPPORT))
+    from hostile_server import serving
+
+    with serving() as start:
+        yield start
 
 
 @pytest.fixture(scope="session")

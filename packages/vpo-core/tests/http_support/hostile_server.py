@@ -117,6 +117,26 @@ def send_json(
     handler.wfile.write(data)
 
 
+def answer(body: Any) -> Callable[[BaseHTTPRequestHandler, Seen], None]:
+    """A handle that answers `body` as JSON (status 200)."""
+    return lambda handler, seen: send_json(handler, body)
+
+
+def route(
+    table: dict[tuple[str, str], Callable[[BaseHTTPRequestHandler, Seen], None]], not_found: Any
+) -> Callable[[BaseHTTPRequestHandler, Seen], None]:
+    """A handle that passes each request to ``table[(method, path)]``, and answers 404 with `not_found` otherwise."""
+
+    def handle(handler: BaseHTTPRequestHandler, seen: Seen) -> None:
+        chosen = table.get((seen.method, seen.path))
+        if chosen is None:
+            send_json(handler, not_found, 404)
+        else:
+            chosen(handler, seen)
+
+    return handle
+
+
 def redirect(handler: BaseHTTPRequestHandler, status: int, location: str) -> None:
     """Answer a redirect to `location`."""
     send_json(handler, {"moved": location}, status, {"Location": location})
