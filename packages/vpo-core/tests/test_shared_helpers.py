@@ -63,3 +63,5 @@ def test_json_server_thread_answers_and_reads_json():
             assert json.loads(answer.read()) == {"path": "/b"}
     with pytest.raises(UnreachableError):  # closed: nothing listens any more
         request_json(server.url, timeout_s=5, max_bytes=1024)
+    never_started = ServerThread(Echo)
+    never_started.close()  # returns at once (shutdown() would wait for a serve_forever that never ran)

@@ -717,11 +717,11 @@ class ServerThread:
         return self
 
     def close(self) -> None:
-        """Stop serving (after `start`) and close the socket."""
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        if self._thread is not None:
+        """Stop serving (if started) and close the socket."""
+        if self._thread is not None:  # shutdown() waits for serve_forever: only once it runs
+            self.httpd.shutdown()
             self._thread.join(timeout=5)
+        self.httpd.server_close()
 
     def __enter__(self: _Server) -> _Server:
         return self.start()
