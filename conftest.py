@@ -1,25 +1,28 @@
 """Session-wide test settings: no test may reach the network (Hugging Face libraries stay offline).
 
-Fixtures for every package's tests: `fake_openai` (a local OpenAI-compatible server) and `smollm2` (the real
-SmolLM2-135M-Instruct checkpoint as an HF folder, converted once per cache by `vpo_core.checkpoints`).
+Fixtures for every package's tests: `fake_openai` (a local OpenAI-compatible server), `serve` (hostile local
+servers for the HTTP clients' tests) and `smollm2` (the real SmolLM2-135M-Instruct checkpoint as an HF folder,
+converted once per cache by `vpo_core.checkpoints`).
 """
 
-import json
 import os
-import threading
+import sys
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from vpo_core.http_json import JsonHandler, ServerThread
+
+HTTP_SUPPORT = Path(__file__).resolve().parent / "packages" / "vpo-core" / "tests" / "http_support"
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["HF_DATASETS_OFFLINE"] = "1"
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 
 
-class FakeOpenAI:
+class FakeOpenAI(ServerThread):
     """A local OpenAI-compatible server (``/v1/models``, ``/v1/chat/completions``) in a thread; no network.
 
     ``reply(messages, n)`` gives the n completion texts of one request; every request is recorded.
@@ -29,43 +32,26 @@ class FakeOpenAI:
         self.requests: list[dict[str, Any]] = []
         owner = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def _send(self, code: int, body: Any) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
+        class Handler(JsonHandler):
             def do_GET(self) -> None:
                 if self.path == "/v1/models":
-                    self._send(200, {"object": "list", "data": [{"id": model}]})
+                    self.send_json(200, {"object": "list", "data": [{"id": model}]})
                 else:
-                    self._send(404, {"error": "not found"})
+                    self.send_json(404, {"error": "not found"})
 
             def do_POST(self) -> None:
-                payload = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                payload = self.read_json()
                 owner.requests.append(payload)
                 if self.path != "/v1/chat/completions":
-                    self._send(404, {"error": "not found"})
+                    self.send_json(404, {"error": "not found"})
                     return
                 texts = reply(payload["messages"], int(payload.get("n", 1)))
                 choices = [{"index": i, "message": {"role": "assistant", "content": t}} for i, t in enumerate(texts)]
-                self._send(200, {"choices": choices})
+                self.send_json(200, {"choices": choices})
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
-        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def close(self) -> None:
-        """Stop serving."""
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        super().__init__(Handler)
+        self.start()
+        self.base_url = f"{self.url}/v1"
 
 
 @pytest.fixture
@@ -80,6 +66,21 @@ def fake_openai() -> Iterator[Callable[..., FakeOpenAI]]:
     yield start
     for server in servers:
         server.close()
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[..., Any]]:
+    """Start hostile local servers (``serve(handle)``); all are closed after the test.
+
+    Each is a `Server` of packages/vpo-core/tests/http_support/hostile_server.py: it answers as the test's
+    ``handle(handler, seen)`` tells it (redirects, floods, trickles).
+    """
+    if str(HTTP_SUPPORT) not in sys.path:  # only the helper's own folder (packages/vpo-core/tests holds a `vllm/`)
+        sys.path.insert(0, str(HTTP_SUPPORT))
+    from hostile_server import serving
+
+    with serving() as start:
+        yield start
 
 
 @pytest.fixture(scope="session")

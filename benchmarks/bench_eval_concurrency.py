@@ -19,10 +19,11 @@ import sys
 import tempfile
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from vpo_core.http_json import JsonHandler, ServerThread
 from vpo_core.models.openai import OpenAISampler
 from vpo_core.models.settings import SamplingSettings
 
@@ -37,7 +38,7 @@ class _Listener(ThreadingHTTPServer):
     request_queue_size = 128  # listen()'s backlog: the default 5 drops simultaneous connects (a 1 s SYN retry)
 
 
-class SlowServer:
+class SlowServer(ServerThread):
     """``/v1/models`` at once, ``/v1/chat/completions`` after `LATENCY_S`; counts requests held at once."""
 
     def __init__(self) -> None:
@@ -46,23 +47,14 @@ class SlowServer:
         self.lock = threading.Lock()
         owner = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def _send(self, body: Any) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
+        class Handler(JsonHandler):
             def do_GET(self) -> None:
-                self._send({"object": "list", "data": [{"id": "slow", "object": "model", "owned_by": "bench"}]})
+                self.send_json(
+                    200, {"object": "list", "data": [{"id": "slow", "object": "model", "owned_by": "bench"}]}
+                )
 
             def do_POST(self) -> None:
-                payload = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                payload = self.read_json()
                 with owner.lock:
                     owner.in_flight += 1
                     owner.most = max(owner.most, owner.in_flight)
@@ -71,19 +63,15 @@ class SlowServer:
                     owner.in_flight -= 1
                 n = int(payload.get("n", 1))
                 choices = [{"index": i, "message": {"role": "assistant", "content": "no route"}} for i in range(n)]
-                self._send({"choices": choices})
+                self.send_json(200, {"choices": choices})
 
-        self.httpd = _Listener(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        super().__init__(Handler, server_class=_Listener)
+        self.start()
+        self.base_url = f"{self.url}/v1"
 
     def reset(self) -> None:
         with self.lock:
             self.most = 0
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 def sampler_seconds(server: SlowServer, workers: int, prompts: list[str]) -> tuple[float, int]:

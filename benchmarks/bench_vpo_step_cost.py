@@ -23,10 +23,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib.util
 import json
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -35,18 +33,14 @@ from typing import Any
 
 import numpy as np
 
+from vpo_core.testing import load_script
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _train_app() -> Any:
     """``apps/train.py`` as a module (``main`` is what the README's command runs)."""
-    spec = importlib.util.spec_from_file_location("bench_train_app", ROOT / "apps" / "train.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_train_app"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script(ROOT / "apps" / "train.py", "bench_train_app")
 
 
 class Timer:

@@ -2,25 +2,19 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from vpo_core.evaluation import SavedPool, save_pool
+from vpo_core.testing import load_script
 
 APP = Path(__file__).resolve().parents[1] / "apps" / "diagnose.py"
 
 
 def _app():
-    if "diagnose_app" not in sys.modules:  # registered: the config dataclass resolves its annotations there
-        spec = importlib.util.spec_from_file_location("diagnose_app", APP)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["diagnose_app"] = module
-        spec.loader.exec_module(module)
-    return sys.modules["diagnose_app"].main
+    return load_script(APP, "diagnose_app").main
 
 
 def test_app_prints_verdicts_and_table(tmp_path, capsys):

@@ -20,7 +20,6 @@ file must name one of its headings (GitHub's slug of the heading).
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import os
 import re
 import shlex
@@ -31,6 +30,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from vpo_core.testing import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
@@ -97,12 +98,7 @@ def _run(argv: list[str], where: str) -> None:
 
 
 def _module(path: Path) -> Any:
-    spec = importlib.util.spec_from_file_location(f"_docs_{path.stem}", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(path, f"_docs_{path.stem}")
 
 
 def _parse_train(args: list[str]) -> None:

@@ -18,6 +18,8 @@ from types import ModuleType
 
 import pytest
 
+from vpo_core.testing import load_script
+
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE = ROOT / "benchmarks" / "gpu_smoke"
 CARRIED = ("trl", "datasets", "dill", "multiprocess")  # fetch_wheels.PACKAGES
@@ -26,13 +28,7 @@ WHEELS_ALLOWANCE = 3 * 2**20  # the carried wheels, where they are not here (1.7
 
 
 def _load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"gpu_smoke_{name}", SMOKE / f"{name}.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SMOKE / f"{name}.py", f"gpu_smoke_{name}")
 
 
 def _normalize(name: str) -> str:

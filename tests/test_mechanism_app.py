@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
+
+from vpo_core.testing import load_script
 
 APP = Path(__file__).resolve().parents[1] / "apps" / "mechanism.py"
 
 
 def _app():
-    if "mechanism_app" not in sys.modules:  # registered: the config dataclass resolves its annotations there
-        spec = importlib.util.spec_from_file_location("mechanism_app", APP)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["mechanism_app"] = module
-        spec.loader.exec_module(module)
-    return sys.modules["mechanism_app"].main
+    return load_script(APP, "mechanism_app").main
 
 
 def test_tiny_study_writes_tables_and_json(tmp_path, capsys):

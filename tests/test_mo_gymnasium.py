@@ -15,7 +15,6 @@ a fixture here nor data of its own is skipped with the reason.
 from __future__ import annotations
 
 import functools
-import importlib.util
 import os
 import pickle
 import sys
@@ -36,6 +35,7 @@ from mo_gymnasium.wrappers import LinearReward, MOClipReward, MORecordEpisodeSta
 import vpo_core  # noqa: E402
 from vpo_core.errors import MissingDataError  # noqa: E402
 from vpo_core.gym import TextGymEnv, as_gym  # noqa: E402
+from vpo_core.testing import load_script  # noqa: E402
 
 PACKAGES = Path(__file__).resolve().parents[1] / "packages"
 ENV_IDS = vpo_core.list_envs()
@@ -62,13 +62,7 @@ EXPECTED_WARNINGS = ("The reward returned by `step()` must be a float", "is diff
 def _tiny_rm() -> str:
     """env-ultrafeedback's tiny reward model (its tests' builder), built once per session."""
     pytest.importorskip("torch", reason="env-ultrafeedback's in-process reward model needs the local extra")
-    spec = importlib.util.spec_from_file_location(
-        "_ultrafeedback_test_fixtures", PACKAGES / "env-ultrafeedback/tests/conftest.py"
-    )
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_script(PACKAGES / "env-ultrafeedback/tests/conftest.py", "_ultrafeedback_test_fixtures")
     import tempfile
 
     out = Path(tempfile.mkdtemp(prefix="vpo-tiny-armorm-"))

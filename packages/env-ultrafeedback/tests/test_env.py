@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import pickle
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 from env_ultrafeedback import DIMENSIONS, OBJECTIVE_INDICES, SPEC, UltrafeedbackEnv
 from env_ultrafeedback._data import parse_rows
 from env_ultrafeedback._scorer import ARMORM_OBJECTIVES
-from vpo_core import METHODS
+from vpo_core import METHODS, VerlRecipe
 from vpo_core.data import DataError
 from vpo_core.registry import resolve_env_class
 from vpo_core.testing import check_env
@@ -147,22 +148,10 @@ def test_profile_is_the_papers_cell_with_sources():
     assert recipe.model == "Qwen/Qwen3-4B"
     assert recipe.epochs == 2
     assert set(recipe.methods) == {"grpo", "gdpo", "goal_cond", "multi_rlvr", "vpo"} <= set(METHODS)
-    missing = [
-        f
-        for f in (
-            "model",
-            "n_gpus",
-            "train_batch",
-            "mini_batch",
-            "micro_batch",
-            "prompt_length",
-            "response_single",
-            "response_multi",
-            "epochs",
-            "methods",
-        )
-        if f not in recipe.sources
-    ]
+    unset = dataclasses.MISSING
+    required = [f.name for f in dataclasses.fields(VerlRecipe) if f.default is unset and f.default_factory is unset]
+    assert "train_batch" in required
+    missing = [name for name in (*required, "methods") if name not in recipe.sources]
     assert not missing
     profile = UltrafeedbackEnv.profile
     assert profile.eval_samples == 50

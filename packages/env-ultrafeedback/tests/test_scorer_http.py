@@ -20,29 +20,17 @@ from vpo_core.errors import ServerError
 # shadow the real vllm for TRL's availability check)
 VPO_CORE_TESTS = Path(__file__).resolve().parents[2] / "vpo-core" / "tests" / "http_support"
 sys.path.insert(0, str(VPO_CORE_TESTS))
-from hostile_server import flood, redirect, send_json, serving, trickle  # noqa: E402
+from hostile_server import answer, flood, redirect, route, send_json, trickle  # noqa: E402
 
 MiB = 1024 * 1024
 HEALTH = {"model": "tiny", "names": list(DIMENSIONS), "device": "cpu"}
 
 
-@pytest.fixture
-def serve():
-    """Start `Server`s (``serve(handle)``); all are closed after the test."""
-    with serving() as start:
-        yield start
-
-
 def _scorer(on_score, on_health=None):
-    def handle(h, seen):
-        if seen.method == "GET" and seen.path == "/health":
-            (on_health or (lambda h, seen: send_json(h, HEALTH)))(h, seen)
-        elif seen.method == "POST" and seen.path == "/score":
-            on_score(h, seen)
-        else:
-            send_json(h, {"error": "unknown path"}, 404)
-
-    return handle
+    """A handler: the health answer (or `on_health`) on GET /health, `on_score` on POST /score."""
+    return route(
+        {("GET", "/health"): on_health or answer(HEALTH), ("POST", "/score"): on_score}, {"error": "unknown path"}
+    )
 
 
 def _rewards(h, seen):

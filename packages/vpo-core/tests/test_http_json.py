@@ -37,32 +37,16 @@ from vpo_core.models.settings import SamplingSettings
 # only the helper's own folder goes on sys.path (this folder holds a `vllm/` folder that would shadow the real
 # vllm for TRL's availability check)
 sys.path.insert(0, str(Path(__file__).resolve().parent / "http_support"))
-from hostile_server import MODELS, flood, redirect, send_json, serving, trickle
+from hostile_server import MODELS, answer, flood, redirect, route, send_json, trickle
 
 MiB = 1024 * 1024
 CHAT = "/v1/chat/completions"
 MESSAGES = json.dumps([{"role": "user", "content": "hi"}])
 
 
-@pytest.fixture
-def serve():
-    """Start `Server`s (``serve(handle)``); all are closed after the test."""
-    with serving() as start:
-        yield start
-
-
 def _openai(on_chat, on_models=None):
     """A handler: the model list (or `on_models`) on GET /v1/models, `on_chat` on POST /v1/chat/completions."""
-
-    def handle(h, seen):
-        if seen.method == "GET" and seen.path == "/v1/models":
-            (on_models or (lambda h, seen: send_json(h, MODELS)))(h, seen)
-        elif seen.method == "POST" and seen.path == CHAT:
-            on_chat(h, seen)
-        else:
-            send_json(h, {"error": "not found"}, 404)
-
-    return handle
+    return route({("GET", "/v1/models"): on_models or answer(MODELS), ("POST", CHAT): on_chat}, {"error": "not found"})
 
 
 def _ok(h, seen):

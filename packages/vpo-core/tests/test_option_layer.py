@@ -29,6 +29,7 @@ from vpo_core.cli_config import (
     split_command,
 )
 from vpo_core.env_options import check_fields, check_options, option_types
+from vpo_core.testing import load_script
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -217,12 +218,7 @@ def _helps() -> dict[str, Any]:
     from vpo_core.adapters.local.train import main as local
 
     def app(name: str) -> Any:
-        spec = importlib.util.spec_from_file_location(f"_help_{name}", ROOT / "apps" / f"{name}.py")
-        assert spec is not None and spec.loader is not None  # noqa: PT018
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module  # its dataclasses look their module up
-        spec.loader.exec_module(module)
-        return module.main
+        return load_script(ROOT / "apps" / f"{name}.py", f"_help_{name}").main
 
     helps = {
         "env-maze score": lambda: maze(["score", "--help"]),

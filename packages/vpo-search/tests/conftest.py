@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import json
-import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 
+from vpo_core.http_json import JsonHandler, ServerThread
+
 Answer = Callable[[dict[str, Any]], str]
 
 
-class FakeOpenAI:
+class FakeOpenAI(ServerThread):
     """``/v1/models`` and ``/v1/chat/completions`` on 127.0.0.1 (an ephemeral port), in a thread.
 
     Args:
@@ -27,43 +26,32 @@ class FakeOpenAI:
         self.requests: list[dict[str, Any]] = []
         fake = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: object) -> None:
-                pass
-
-            def _send(self, code: int, body: dict[str, Any]) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
+        class Handler(JsonHandler):
             def _authorized(self) -> bool:
                 if fake.key is None or self.headers.get("Authorization") == f"Bearer {fake.key}":
                     return True
-                self._send(401, {"error": {"message": "bad key"}})
+                self.send_json(401, {"error": {"message": "bad key"}})
                 return False
 
             def do_GET(self) -> None:
                 if not self._authorized():
                     return
                 if self.path.rstrip("/") == "/v1/models":
-                    self._send(200, {"object": "list", "data": [{"id": fake.model, "object": "model"}]})
+                    self.send_json(200, {"object": "list", "data": [{"id": fake.model, "object": "model"}]})
                 else:
-                    self._send(404, {"error": {"message": "not found"}})
+                    self.send_json(404, {"error": {"message": "not found"}})
 
             def do_POST(self) -> None:
                 if not self._authorized():
                     return
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                body = self.read_json()
                 fake.requests.append(body)
                 try:
                     text = fake.answer(body)
                 except Exception as exc:
-                    self._send(500, {"error": {"message": f"scripted failure: {exc}"}})
+                    self.send_json(500, {"error": {"message": f"scripted failure: {exc}"}})
                     return
-                self._send(
+                self.send_json(
                     200,
                     {
                         "id": f"chatcmpl-{len(fake.requests)}",
@@ -77,22 +65,8 @@ class FakeOpenAI:
                     },
                 )
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        """``http://127.0.0.1:<port>/v1``."""
-        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    def __enter__(self) -> FakeOpenAI:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(timeout=5)
+        super().__init__(Handler)
+        self.base_url = f"{self.url}/v1"
 
 
 def chain(*programs: str | None) -> str:
@@ -110,13 +84,12 @@ def openai_server():
     started: list[FakeOpenAI] = []
 
     def start(answer: Answer, **kwargs: Any) -> FakeOpenAI:
-        server = FakeOpenAI(answer, **kwargs).__enter__()
-        started.append(server)
-        return server
+        started.append(FakeOpenAI(answer, **kwargs).start())
+        return started[-1]
 
     yield start
     for server in started:
-        server.__exit__()
+        server.close()
 
 
 @pytest.fixture

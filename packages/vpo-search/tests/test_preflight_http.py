@@ -18,16 +18,9 @@ from vpo_search.preflight import EndpointError, check_endpoint, check_template_o
 # shadow the real vllm for TRL's availability check)
 VPO_CORE_TESTS = Path(__file__).resolve().parents[2] / "vpo-core" / "tests" / "http_support"
 sys.path.insert(0, str(VPO_CORE_TESTS))
-from hostile_server import MODELS, flood, redirect, send_json, serving, trickle  # noqa: E402
+from hostile_server import MODELS, flood, redirect, send_json, trickle  # noqa: E402
 
 MiB = 1024 * 1024
-
-
-@pytest.fixture
-def serve():
-    """Start `Server`s (``serve(handle)``); all are closed after the test."""
-    with serving() as start:
-        yield start
 
 
 def test_a_redirected_model_list_is_refused_and_the_key_stays_home(serve):

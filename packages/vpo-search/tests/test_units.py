@@ -249,8 +249,8 @@ def test_endpoint_check(openai_server, no_proxy):
         check_endpoint(server.base_url, "grpo", "sekrit")
     with pytest.raises(EndpointError, match="rejected the API key"):
         check_endpoint(server.base_url, "vpo", "wrong")
-    port = server.server.server_address[1]
-    server.__exit__()  # nothing listens there any more
+    port = server.httpd.server_address[1]
+    server.close()  # nothing listens there any more
     with pytest.raises(EndpointError, match=f"cannot reach the model endpoint http://127.0.0.1:{port}/v1 .*vllm serve"):
         check_endpoint(f"http://127.0.0.1:{port}/v1", "vpo", "sekrit", timeout_s=5)
 

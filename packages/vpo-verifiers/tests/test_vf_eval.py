@@ -11,10 +11,8 @@ import ipaddress
 import json
 import signal
 import socket
-import threading
 import time
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -31,13 +29,14 @@ from verifiers.v1.utils import loaders
 
 import vpo_core
 import vpo_verifiers
+from vpo_core.http_json import JsonHandler, ServerThread
 from vpo_core.multi_answer import extract_numbered, render_numbered
 from vpo_verifiers.taskset import VPOChatHarness, VPOEnv, VPOEnvConfig, VPOTaskset, VPOTasksetConfig
 
 N_TASKS = 3
 
 
-class FakeChatServer:
+class FakeChatServer(ServerThread):
     """An OpenAI-compatible ``/v1/chat/completions`` in a thread, with the full ChatCompletion shape verifiers
     validates; ``reply(messages)`` gives the assistant text. Records every request body."""
 
@@ -45,19 +44,17 @@ class FakeChatServer:
         self.requests: list[dict[str, Any]] = []
         owner = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
+        class Handler(JsonHandler):
             def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                body = self.read_json()
                 owner.requests.append(body)
                 if self.path != "/v1/chat/completions" or body.get("stream"):
                     self.send_response(404)
                     self.end_headers()
                     return
                 text = reply(body["messages"])
-                data = json.dumps(
+                self.send_json(
+                    200,
                     {
                         "id": f"chatcmpl-{len(owner.requests)}",
                         "object": "chat.completion",
@@ -71,22 +68,12 @@ class FakeChatServer:
                             }
                         ],
                         "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-                    }
-                ).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                    },
+                )
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
-        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        super().__init__(Handler)
+        self.start()
+        self.base_url = f"{self.url}/v1"
 
 
 @pytest.fixture

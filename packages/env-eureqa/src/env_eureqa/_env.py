@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -80,10 +82,8 @@ class EureqaEnv(TextEnv[EureqaTask, tuple[str, ...]]):
     config_cls = EureqaConfig
     config: EureqaConfig
 
-    def __init__(self, config: EureqaConfig | None = None, /, **options: Any) -> None:
-        super().__init__(config, **options)
-        self.filtered: dict[str, int] = {}
-        """Rows skipped per upstream split (fewer than six masks or entities), known once tasks are loaded."""
+    filtered: Mapping[str, int] = MappingProxyType({})
+    """Rows skipped per upstream split (fewer than six masks or entities), known once tasks are loaded."""
 
     def data_source(self) -> dict[str, Any]:
         """Where the data comes from (Hub id, revision, resolved commit, local files and sha256), for a run's config."""

@@ -1,11 +1,10 @@
 """env-lcb: LiveCodeBench-style code generation with per-test vector rewards and a hardened sandbox (``lcb-v1``)."""
 
-import importlib.metadata as _metadata
-
 from env_lcb._config import LcbConfig
 from env_lcb._data import Problem
 from env_lcb._env import LCB_SPEC, LcbEnv, extract_code
 from env_lcb.sandbox import GradeResult, Sandbox, SandboxError, grade
+from vpo_core.versions import installed_version
 
 __all__ = [
     "LCB_SPEC",
@@ -18,7 +17,4 @@ __all__ = [
     "extract_code",
     "grade",
 ]
-try:  # single source: [project] version in pyproject.toml, read from the installed metadata
-    __version__ = _metadata.version("env-lcb")
-except _metadata.PackageNotFoundError:  # pragma: no cover - a source tree on sys.path, not installed
-    __version__ = "0+unknown"
+__version__ = installed_version("env-lcb")  # single source: [project] version in pyproject.toml

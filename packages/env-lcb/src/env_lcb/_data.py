@@ -180,11 +180,23 @@ def _from_deepcoder(config: str, index: int, row: RowReader, max_tests: int, dro
         return None
     solutions = _json_field(row, "solutions", "a JSON list of programs", default=[])
     solution = solutions[0] if isinstance(solutions, list) and solutions and isinstance(solutions[0], str) else None
+    return _problem(row, f"{config}/{index}", "problem", _select(tests, max_tests), fn_name, solution)
+
+
+def _problem(
+    row: RowReader,
+    pid: str,
+    question: str,
+    tests: tuple[tuple[str, str], ...],
+    fn_name: str | None,
+    solution: str | None,
+) -> Problem:
+    """A `Problem` from a row of either format: its statement in field `question`, its starter code (or none)."""
     return Problem(
-        pid=f"{config}/{index}",
-        question=row.get("problem", str, "the problem statement as a string"),
+        pid=pid,
+        question=row.get(question, str, "the problem statement as a string"),
         starter_code=row.get("starter_code", str, "a string", default=""),
-        tests=_select(tests, max_tests),
+        tests=tests,
         fn_name=fn_name,
         solution=solution,
     )
@@ -234,14 +246,8 @@ def _from_lite(index: int, row: RowReader, max_tests: int, dropped: dict[str, in
     usable = _usable([(str(t["input"]), str(t["output"])) for t in tests], fn_name is not None, dropped)
     if not usable:
         return None
-    return Problem(
-        pid=f"lcb/{row.get('question_id', (str, int), 'a string', default=index)}",
-        question=row.get("question_content", str, "the problem statement as a string"),
-        starter_code=row.get("starter_code", str, "a string", default=""),
-        tests=_select(usable, max_tests),
-        fn_name=fn_name,
-        solution=None,
-    )
+    pid = f"lcb/{row.get('question_id', (str, int), 'a string', default=index)}"
+    return _problem(row, pid, "question_content", _select(usable, max_tests), fn_name, None)
 
 
 def _contest_date(row: RowReader) -> str:

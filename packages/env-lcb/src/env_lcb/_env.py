@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -60,11 +61,9 @@ class LcbEnv(LcbSearchMixin, TextEnv[Problem, str]):
     config_cls = LcbConfig
     config: LcbConfig
 
-    def __init__(self, config: LcbConfig | None = None, /, **options: Any) -> None:
-        super().__init__(config, **options)
-        self.filtered: dict[str, dict[str, int]] = {}
-        """Rows skipped per split and reason (problems without tests), known once the split is loaded."""
-        self._sandbox: Sandbox | None = None
+    filtered: Mapping[str, Mapping[str, int]] = MappingProxyType({})
+    """Rows skipped per split and reason (problems without tests), known once the split is loaded."""
+    _sandbox: Sandbox | None = None
 
     @property
     def sandbox(self) -> Sandbox:
@@ -75,6 +74,8 @@ class LcbEnv(LcbSearchMixin, TextEnv[Problem, str]):
 
     def _load_tasks(self, split: str) -> list[Task[Problem]]:
         """The problems of a split (tests capped at `max_tests`)."""
+        dropped: dict[str, int] = {}  # filled while the split loads
+        self.filtered = {**self.filtered, split: dropped}
         problems = load_problems(
             split,
             source=self.config.source,
@@ -82,7 +83,7 @@ class LcbEnv(LcbSearchMixin, TextEnv[Problem, str]):
             max_tests=self.config.max_tests,
             revision=self.config.revision,
             hub_id=self.config.hub_id,
-            filtered=self.filtered.setdefault(split, {}),
+            filtered=dropped,
         )
         return [
             Task(id=f"lcb-v1/{split}/{i}", split=split, index=i, payload=p, metadata={"pid": p.pid})

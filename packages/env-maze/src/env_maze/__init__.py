@@ -7,17 +7,13 @@
 [[1.0, 1.0, 0.0, 1.0]]
 """
 
-import importlib.metadata as _metadata
-
 from env_maze._env import MAZE_SPEC, MazeEnv
 from env_maze._maze import Maze
 from env_maze._solver import MazeSolution, solve
+from vpo_core.versions import installed_version
 
 __all__ = ["MAZE_SPEC", "Maze", "MazeEnv", "MazeSolution", "solve"]
-try:  # single source: [project] version in pyproject.toml, read from the installed metadata
-    __version__ = _metadata.version("env-maze")
-except _metadata.PackageNotFoundError:  # pragma: no cover - a source tree on sys.path, not installed
-    __version__ = "0+unknown"
+__version__ = installed_version("env-maze")  # single source: [project] version in pyproject.toml
 
 try:  # gymnasium is optional: register "vpo/Maze-v1" when it is installed
     import gymnasium as _gymnasium

@@ -161,9 +161,7 @@ class UltrafeedbackEnv(TextEnv[Prompt, str]):
     config_cls = UltrafeedbackConfig
     config: UltrafeedbackConfig
 
-    def __init__(self, config: UltrafeedbackConfig | None = None, /, **options: Any) -> None:
-        super().__init__(config, **options)
-        self._scorer: RewardScorer | None = None
+    _scorer: RewardScorer | None = None
 
     # ---------------------------------------------------------------------------------- data
     def _load_tasks(self, split: str) -> dict[str, list[Task[Prompt]]]:

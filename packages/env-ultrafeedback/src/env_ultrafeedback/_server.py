@@ -23,13 +23,13 @@ import argparse
 import json
 import threading
 from collections.abc import Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from env_ultrafeedback._scorer import ARMORM_ID, RewardScorer, check_batch
+from vpo_core import http_json
 from vpo_core.errors import ServerError
 from vpo_core.http_json import ANSWER_OVERHEAD, RequestError, UnreachableError, for_terminal, request_json
 
@@ -51,8 +51,8 @@ class ScoringServerError(ServerError, ConnectionError):
     """
 
 
-class ScoringServer:
-    """A `RewardScorer` served over HTTP on a background thread.
+class ScoringServer(http_json.ServerThread):
+    """A `RewardScorer` served over HTTP on a background thread (`start` / `close`, or ``with``).
 
     Args:
         scorer: The scorer (loaded once, here).
@@ -63,15 +63,7 @@ class ScoringServer:
     def __init__(self, scorer: RewardScorer, host: str = "127.0.0.1", port: int = 8765) -> None:
         self.scorer = scorer
         self._lock = threading.Lock()
-        self.httpd = ThreadingHTTPServer((host, port), self._handler())
-        self.httpd.daemon_threads = True
-        self._thread: threading.Thread | None = None
-
-    @property
-    def url(self) -> str:
-        """The root URL clients use, e.g. ``http://127.0.0.1:8765``."""
-        host, port = self.httpd.server_address[:2]
-        return f"http://{host.decode() if isinstance(host, bytes) else host}:{port}"
+        super().__init__(self._handler(), host, port, name="scoring-server")
 
     def _describe(self) -> dict[str, Any]:
         describe = getattr(self.scorer, "describe", None)
@@ -81,30 +73,19 @@ class ScoringServer:
             else {"model": type(self.scorer).__name__, "names": list(self.scorer.names)}
         )
 
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
+    def _handler(self) -> type[http_json.JsonHandler]:
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-            def _send(self, status: int, body: dict[str, Any]) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
+        class Handler(http_json.JsonHandler):
             def do_GET(self) -> None:
                 if self.path.rstrip("/") == "/health":
-                    self._send(200, server._describe())
+                    self.send_json(200, server._describe())
                 else:
-                    self._send(404, {"error": f"unknown path {self.path}; use GET /health or POST /score"})
+                    self.send_json(404, {"error": f"unknown path {self.path}; use GET /health or POST /score"})
 
             def do_POST(self) -> None:
                 if self.path.rstrip("/") != "/score":
-                    self._send(404, {"error": f"unknown path {self.path}; use POST /score"})
+                    self.send_json(404, {"error": f"unknown path {self.path}; use POST /score"})
                     return
                 try:
                     length = int(self.headers.get("Content-Length", "0"))
@@ -115,36 +96,17 @@ class ScoringServer:
                         raise ValueError('expected {"prompts": [...], "responses": [...]}')
                     prompts, responses = check_batch(request.get("prompts", ()), request.get("responses", ()))
                 except (ValueError, TypeError) as error:
-                    self._send(400, {"error": str(error)})
+                    self.send_json(400, {"error": str(error)})
                     return
                 try:
                     with server._lock:
                         rewards = server.scorer.score(prompts, responses) if prompts else np.zeros((0, 0))
                 except Exception as error:
-                    self._send(500, {"error": f"{type(error).__name__}: {error}"})
+                    self.send_json(500, {"error": f"{type(error).__name__}: {error}"})
                     return
-                self._send(200, {"rewards": np.asarray(rewards, dtype=np.float64).tolist()})
+                self.send_json(200, {"rewards": np.asarray(rewards, dtype=np.float64).tolist()})
 
         return Handler
-
-    def start(self) -> ScoringServer:
-        """Serve on a daemon thread; returns self."""
-        self._thread = threading.Thread(target=self.httpd.serve_forever, name="scoring-server", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop serving and close the socket."""
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def __enter__(self) -> ScoringServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 class ScorerClient:

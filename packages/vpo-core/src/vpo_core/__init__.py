@@ -4,8 +4,6 @@ The base install needs numpy only; engine adapters and the gymnasium wrapper imp
 dependencies lazily.
 """
 
-import importlib.metadata as _metadata
-
 from vpo_core.advantages import AdvantageConfig, compute_advantages
 from vpo_core.batch import RolloutBatch, score_groups
 from vpo_core.env import ScoredCompletion, TextEnv, goal_suffix
@@ -14,6 +12,7 @@ from vpo_core.profile import EnvProfile, Generation, VerlRecipe
 from vpo_core.registry import list_envs, make
 from vpo_core.spec import RewardSpec
 from vpo_core.types import Candidate, Message, Mode, Task
+from vpo_core.versions import installed_version
 
 __all__ = [
     "METHODS",
@@ -37,7 +36,4 @@ __all__ = [
     "make",
     "score_groups",
 ]
-try:  # single source: [project] version in pyproject.toml, read from the installed metadata
-    __version__ = _metadata.version("vpo-core")
-except _metadata.PackageNotFoundError:  # pragma: no cover - a source tree on sys.path, not installed
-    __version__ = "0+unknown"
+__version__ = installed_version("vpo-core")  # single source: [project] version in pyproject.toml

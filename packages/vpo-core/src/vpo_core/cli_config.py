@@ -47,12 +47,13 @@ import typing
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
-from vpo_core.errors import ConfigError  # a bad option (one line, naming the option and the fix)
+from vpo_core.errors import ConfigError, UserError  # a bad option (one line, naming the option and the fix)
 
 __all__ = [
     "ConfigError",
     "HelpRequested",
     "check_value",
+    "exit_status",
     "format_commands",
     "format_help",
     "option",
@@ -79,6 +80,18 @@ class HelpRequested(Exception):
     def __init__(self, text: str) -> None:
         super().__init__(text)
         self.text = text
+
+
+def exit_status(exc: HelpRequested | UserError) -> int:
+    """What a ``main()`` does with `exc`: print the help (exit status 0) or the one-line error to stderr (2).
+
+    ``except (HelpRequested, ConfigError) as exc: return exit_status(exc)``.
+    """
+    if isinstance(exc, HelpRequested):
+        print(exc.text)
+        return 0
+    print(f"error: {exc}", file=sys.stderr, flush=True)
+    return 2
 
 
 def option(default: Any = dataclasses.MISSING, help: str = "", **kwargs: Any) -> Any:
@@ -667,9 +680,5 @@ def run_cli(cls: type[T], argv: Sequence[str] | None, *, prog: str, description:
     """`parse_config` for a ``main()``: prints help (returns 0) or the error (returns 2) instead of raising."""
     try:
         return parse_config(cls, sys.argv[1:] if argv is None else argv, prog=prog, description=description, **kwargs)
-    except HelpRequested as exc:
-        print(exc.text)
-        return 0
-    except ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    except (HelpRequested, ConfigError) as exc:
+        return exit_status(exc)

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from vpo_core.cli_config import ConfigError, HelpRequested, option, parse_config, split_command
+from vpo_core.cli_config import ConfigError, HelpRequested, exit_status, option, parse_config, split_command
 from vpo_core.env import TextEnv
 from vpo_core.env_options import check_options
 from vpo_core.evaluation.metrics import MetricName, metric_name, pool_summary
@@ -210,12 +210,8 @@ def main(
         tasks = env.tasks(options.split)
         if isinstance(options, RenderOptions) and not 0 <= options.index < len(tasks):
             raise ConfigError(f"index must be in [0, {len(tasks)}) for split {options.split!r}, got {options.index}.")
-    except HelpRequested as exc:
-        print(exc.text)
-        return 0
-    except ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    except (HelpRequested, ConfigError) as exc:
+        return exit_status(exc)
     mode: Mode = "multi" if options.mode == "multi" else "single"
     m = options.answers
     if isinstance(options, RenderOptions):

@@ -27,6 +27,10 @@ every request is bounded:
 
 Proxies are used as ``urllib`` uses them (``http_proxy``/``https_proxy``/``no_proxy``). One connection per
 request, closed after it.
+
+The server side is small: `JsonHandler` (a quiet request handler that reads and answers JSON) and
+`ServerThread` (a threading HTTP server on a daemon thread), used by env-ultrafeedback's scoring server and
+by the tests' and benchmarks' local fake servers.
 """
 
 from __future__ import annotations
@@ -46,7 +50,8 @@ import urllib.parse
 import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, TypeVar
 
 from vpo_core.errors import ConfigError, ServerError
 
@@ -55,9 +60,11 @@ __all__ = [
     "MAX_ERROR_BYTES",
     "AnswerError",
     "DeadlineError",
+    "JsonHandler",
     "NoAnswerError",
     "RedirectError",
     "RequestError",
+    "ServerThread",
     "StatusError",
     "TooLargeError",
     "UnreachableError",
@@ -642,3 +649,82 @@ def _read_body(url: str, response: http.client.HTTPResponse, max_bytes: int) -> 
             received=max_bytes + 1,
         )
     return data
+
+
+class JsonHandler(BaseHTTPRequestHandler):
+    """The request handler of a small JSON server: no access log, `read_json` and `send_json`.
+
+    Subclass it with ``do_GET`` / ``do_POST`` (env-ultrafeedback's scoring server, the tests' fake servers).
+    """
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Write no access-log line (the base class writes one per request to stderr)."""
+
+    def read_json(self) -> Any:
+        """The request's body (its ``Content-Length`` bytes), parsed as JSON."""
+        return json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+
+    def send_json(self, status: int, body: Any) -> None:
+        """Answer `body` as JSON with HTTP `status`, its ``Content-Type`` and its ``Content-Length``."""
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+_Server = TypeVar("_Server", bound="ServerThread")
+
+
+class ServerThread:
+    """An HTTP server bound when made, serving on a daemon thread once started (`start`, or ``with``).
+
+    Args:
+        handler: The request handler class (e.g. a `JsonHandler` subclass).
+        host: The address to bind (127.0.0.1: this machine only).
+        port: The port; 0 picks a free one (see `url`).
+        name: The serving thread's name.
+        server_class: The server class (a `ThreadingHTTPServer` subclass may set e.g. ``request_queue_size``).
+
+    Attributes:
+        httpd: The server.
+    """
+
+    def __init__(
+        self,
+        handler: type[BaseHTTPRequestHandler],
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        name: str = "http-server",
+        server_class: type[ThreadingHTTPServer] = ThreadingHTTPServer,
+    ) -> None:
+        self.httpd = server_class((host, port), handler)
+        self._name = name
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        """The root URL, e.g. ``http://127.0.0.1:8765``."""
+        host, port = self.httpd.server_address[:2]
+        return f"http://{host.decode() if isinstance(host, bytes) else host}:{port}"
+
+    def start(self: _Server) -> _Server:
+        """Serve on a daemon thread; returns self."""
+        self._thread = threading.Thread(target=self.httpd.serve_forever, name=self._name, daemon=True)
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        """Stop serving (if started) and close the socket."""
+        if self._thread is not None:  # shutdown() waits for serve_forever: only once it runs
+            self.httpd.shutdown()
+            self._thread.join(timeout=5)
+        self.httpd.server_close()
+
+    def __enter__(self: _Server) -> _Server:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -23,14 +23,15 @@ through adding a method with its own normaliser.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
 
 from vpo_core.plugins import Registry
+from vpo_core.types import Mode
 from vpo_core.weights import dirichlet_weights
 
 __all__ = [
@@ -46,13 +47,14 @@ __all__ = [
     "register_method",
     "register_normalizer",
     "register_objective",
+    "registered_part",
     "task_goal_weights",
 ]
 
-Mode = Literal["single", "multi"]
 MODES: tuple[Mode, ...] = ("single", "multi")
 
 F = TypeVar("F", bound=Callable[..., Any])
+V = TypeVar("V")
 
 OBJECTIVES: dict[str, Callable[..., NDArray[np.float64]]] = {}
 """Objective name -> ``fn(rewards (B, G, m, d), inputs) -> scalars (B, G)`` (or (B, G, d))."""
@@ -98,6 +100,26 @@ def register_normalizer(name: str, *, options: tuple[str, ...] = ()) -> Callable
         return fn
 
     return decorator
+
+
+def registered_part(registry: Mapping[str, V], kind: str, name: str, *, method: str) -> V:
+    """The objective or normaliser `name` that method `method` names, from `registry`.
+
+    Args:
+        registry: `OBJECTIVES` or `NORMALIZERS`.
+        kind: ``"objective"`` or ``"normaliser"`` (for the message).
+        name: The part's registered name.
+        method: The method's name (for the message).
+
+    Raises:
+        ValueError: If `name` is not registered, listing those that are.
+    """
+    try:
+        return registry[name]
+    except KeyError:
+        raise ValueError(
+            f"method {method!r} names {kind} {name!r}, which is not registered; registered: {sorted(registry)}."
+        ) from None
 
 
 # ------------------------------------------------------------------------------------ the rules

@@ -28,7 +28,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from vpo_core._checks import Std, check_eps, check_scores, check_std, check_vector, finite_or_raise
-from vpo_core.methods import NORMALIZERS, Method, Normalizer, register_normalizer
+from vpo_core.methods import NORMALIZERS, Method, Normalizer, register_normalizer, registered_part
 from vpo_core.metrics import best_at_k_weight_rows
 
 __all__ = [
@@ -120,13 +120,7 @@ def normalizer_of(method: Method) -> Normalizer:
     Raises:
         ValueError: If it is not registered, listing those that are.
     """
-    try:
-        return NORMALIZERS[method.normalizer]
-    except KeyError:
-        raise ValueError(
-            f"method {method.name!r} names normaliser {method.normalizer!r}, which is not registered; "
-            f"registered: {sorted(NORMALIZERS)}."
-        ) from None
+    return registered_part(NORMALIZERS, "normaliser", method.normalizer, method=method.name)
 
 
 def check_options(normalizer: Normalizer, std: Any, eps: Any, options: Mapping[str, Any], *, owner: str) -> float:

@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from vpo_core._checks import finite_array
-from vpo_core.methods import OBJECTIVES, Method, register_objective
+from vpo_core.methods import OBJECTIVES, Method, register_objective, registered_part
 from vpo_core.weights import WEIGHT_SAMPLERS, KeyedWeights
 
 __all__ = [
@@ -167,13 +167,7 @@ def objective_of(method: Method) -> Objective:
     Raises:
         ValueError: If it is not registered, listing those that are.
     """
-    try:
-        return OBJECTIVES[method.objective]
-    except KeyError:
-        raise ValueError(
-            f"method {method.name!r} names objective {method.objective!r}, which is not registered; "
-            f"registered: {sorted(OBJECTIVES)}."
-        ) from None
+    return registered_part(OBJECTIVES, "objective", method.objective, method=method.name)
 
 
 @register_objective("w_star")

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.util
 import math
 import os
 import pickle
@@ -32,6 +33,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -50,6 +52,7 @@ __all__ = [
     "hostile_completions",
     "interpreter_default_limits",
     "linear_scan_seconds",
+    "load_script",
     "markers",
 ]
 
@@ -277,6 +280,34 @@ def empty_offline_hub(monkeypatch: Any, home: str | os.PathLike[str]) -> None:
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     monkeypatch.setenv("HF_HOME", str(home))
     monkeypatch.setenv("HF_DATASETS_CACHE", str(Path(home) / "datasets"))
+
+
+def load_script(path: str | os.PathLike[str], name: str) -> ModuleType:
+    """The Python file `path` imported as module `name`, once per process (later calls return that module).
+
+    For tests of scripts that belong to no package (``apps/*.py``, benchmark scripts). The module is
+    registered in ``sys.modules`` before it runs, as a dataclass defined in it looks its module up while
+    the class is built; if running it fails, the name is unregistered and the error propagates.
+
+    Args:
+        path: The file.
+        name: The module name (unique per file: a second file under the same name gets the first's module).
+
+    Raises:
+        ImportError: If `path` cannot be loaded as a Python module.
+    """
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"{path} cannot be imported as a Python module (is it a .py file?)")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[name]
+            raise
+    return sys.modules[name]
 
 
 def _cpu_seconds(fn: Callable[[], object], repeats: int = 1) -> float:

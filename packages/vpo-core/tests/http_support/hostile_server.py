@@ -13,8 +13,10 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from vpo_core.http_json import ServerThread
 
 MODELS = {"object": "list", "data": [{"id": "m", "object": "model", "owned_by": "someone"}]}
 
@@ -38,7 +40,7 @@ class Sent:
     done: threading.Event = field(default_factory=threading.Event)
 
 
-class Server:
+class Server(ServerThread):
     """Answers each request with ``handle(handler, seen)``; records every request and what each answer sent.
 
     Args:
@@ -62,12 +64,9 @@ class Server:
 
             do_GET = do_POST = _any
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
+        super().__init__(Handler)
+        self.start()
         self.port = self.httpd.server_address[1]
-        self.url = f"http://127.0.0.1:{self.port}"
 
     def stream(
         self, handler: BaseHTTPRequestHandler, pieces: Any, *, status: int = 200, length: int | None = None
@@ -103,11 +102,6 @@ class Server:
             sent.done.set()
         return sent
 
-    def close(self) -> None:
-        """Stop serving."""
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
 
 def send_json(
     handler: BaseHTTPRequestHandler, body: Any, status: int = 200, headers: dict[str, str] | None = None
@@ -121,6 +115,26 @@ def send_json(
         handler.send_header(key, value)
     handler.end_headers()
     handler.wfile.write(data)
+
+
+def answer(body: Any) -> Callable[[BaseHTTPRequestHandler, Seen], None]:
+    """A handle that answers `body` as JSON (status 200)."""
+    return lambda handler, seen: send_json(handler, body)
+
+
+def route(
+    table: dict[tuple[str, str], Callable[[BaseHTTPRequestHandler, Seen], None]], not_found: Any
+) -> Callable[[BaseHTTPRequestHandler, Seen], None]:
+    """A handle that passes each request to ``table[(method, path)]``, and answers 404 with `not_found` otherwise."""
+
+    def handle(handler: BaseHTTPRequestHandler, seen: Seen) -> None:
+        chosen = table.get((seen.method, seen.path))
+        if chosen is None:
+            send_json(handler, not_found, 404)
+        else:
+            chosen(handler, seen)
+
+    return handle
 
 
 def redirect(handler: BaseHTTPRequestHandler, status: int, location: str) -> None:

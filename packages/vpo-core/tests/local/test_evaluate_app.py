@@ -12,8 +12,6 @@ from __future__ import annotations
 import json
 import runpy
 import socket
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +20,7 @@ import pytest
 import vpo_core
 from vpo_core import goal_suffix
 from vpo_core.evaluation import evaluate_policy, goal_weights_for_eval, load_pool
+from vpo_core.http_json import JsonHandler, ServerThread
 from vpo_core.models.policy import CHAT_TEMPLATE, Policy, new_policy
 from vpo_core.models.settings import SamplingSettings
 
@@ -278,7 +277,7 @@ def test_vllm_sampler_applies_the_template_options(model_dir):
 
 
 # ---------------------------------------------------------------------------------- endpoint
-class _Server:
+class _Server(ServerThread):
     """An OpenAI-compatible server on 127.0.0.1 whose answers come from `reply(payload) -> choices`."""
 
     def __init__(self, reply, models=("served-ckpt",), failures=0):
@@ -286,43 +285,28 @@ class _Server:
         self.failures = failures  # answer HTTP 503 to this many POSTs first
         owner = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def _send(self, code, body):
-                data = json.dumps(body).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
+        class Handler(JsonHandler):
             def do_GET(self):
                 if self.path == "/v1/models":
-                    self._send(200, {"object": "list", "data": [{"id": m, "owned_by": "vllm"} for m in models]})
+                    self.send_json(200, {"object": "list", "data": [{"id": m, "owned_by": "vllm"} for m in models]})
                 else:
-                    self._send(404, {"error": "not found"})
+                    self.send_json(404, {"error": "not found"})
 
             def do_POST(self):
-                payload = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                payload = self.read_json()
                 if self.path not in ("/v1/chat/completions", "/v1/completions"):  # no vLLM /tokenize here
-                    self._send(404, {"detail": "Not Found"})
+                    self.send_json(404, {"detail": "Not Found"})
                     return
                 owner.requests.append((self.path, payload, self.headers.get("Authorization")))
                 if owner.failures > 0:
                     owner.failures -= 1
-                    self._send(503, {"error": "busy"})
+                    self.send_json(503, {"error": "busy"})
                     return
-                self._send(200, {"choices": reply(self.path, payload)})
+                self.send_json(200, {"choices": reply(self.path, payload)})
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        super().__init__(Handler)
+        self.base_url = f"{self.url}/v1"
+        self.start()
 
 
 def test_endpoint_chat_api_gets_the_settings_and_survives_bad_choices(tmp_path, model_dir, capsys):
@@ -338,7 +322,14 @@ def test_endpoint_chat_api_gets_the_settings_and_survives_bad_choices(tmp_path, 
 
     server = _Server(reply)
     try:
-        args = [*MAZE, f"base_url={server.url}", "method=goal_cond", "samples=3", "api_key=sk-test", f"out={tmp_path}"]
+        args = [
+            *MAZE,
+            f"base_url={server.base_url}",
+            "method=goal_cond",
+            "samples=3",
+            "api_key=sk-test",
+            f"out={tmp_path}",
+        ]
         _refused(capsys, [*args, "conditioning=w_star"], "pass tokenizer=", code=1)  # the pre-fill must be known
         assert _app()([*args, "conditioning=w_star", "concurrency=2", f"tokenizer={model_dir}"]) == 0
     finally:
@@ -375,7 +366,7 @@ def test_endpoint_chat_api_gets_the_settings_and_survives_bad_choices(tmp_path, 
 def test_endpoint_completions_api_renders_with_the_local_tokenizer(model_dir, tmp_path, capsys):
     server = _Server(lambda path, payload: [{"index": i, "text": "junk"} for i in range(payload["n"])])
     try:
-        args = [*MAZE, f"base_url={server.url}", "method=grpo", "samples=2", "api=completions", f"out={tmp_path}"]
+        args = [*MAZE, f"base_url={server.base_url}", "method=grpo", "samples=2", "api=completions", f"out={tmp_path}"]
         _refused(capsys, args, "pass tokenizer=", code=1)
         assert _app()([*args, f"tokenizer={model_dir}", "model=served-ckpt"]) == 0
         _refused(capsys, [*args, f"tokenizer={model_dir}", "model=other"], "does not serve model 'other'", code=1)
@@ -403,9 +394,9 @@ def test_endpoint_server_errors_name_the_status(tmp_path):
 
     server = _Server(lambda path, payload: None)
     try:
-        sampler = OpenAISampler(server.url, retries=0)
+        sampler = OpenAISampler(server.base_url, retries=0)
         assert sampler.model == "served-ckpt"
-        sampler.base_url = server.url.replace("/v1", "/nope")
+        sampler.base_url = server.base_url.replace("/v1", "/nope")
         with pytest.raises(EndpointError, match="HTTP 404"):
             sampler.models()
     finally:
@@ -417,13 +408,15 @@ def test_endpoint_retries_a_busy_server():
 
     server = _Server(lambda path, payload: [{"index": 0, "message": {"content": "ok"}}], failures=1)
     try:
-        sampler = OpenAISampler(server.url, retries=1)
+        sampler = OpenAISampler(server.base_url, retries=1)
         sampler_texts = sampler.sample(["[]"], num_samples=1, settings=SamplingSettings(0.7, 1.0, 4))
         assert sampler_texts == ["ok"]
         assert len(server.requests) == 2  # the 503, then the retry
         server.failures = 5
         with pytest.raises(EndpointError, match="HTTP 503"):
-            OpenAISampler(server.url, retries=0).sample(["[]"], num_samples=1, settings=SamplingSettings(0.7, 1.0, 4))
+            OpenAISampler(server.base_url, retries=0).sample(
+                ["[]"], num_samples=1, settings=SamplingSettings(0.7, 1.0, 4)
+            )
     finally:
         server.close()
 

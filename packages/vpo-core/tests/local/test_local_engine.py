@@ -18,18 +18,12 @@ from vpo_core.adapters.local.train import run
 from vpo_core.models.policy import build_tokenizer, load_policy
 
 ROOT = Path(__file__).resolve().parents[4]
-TINY = [
-    "hidden_size=32",
-    "layers=1",
-    "heads=2",
-    "vocab_size=400",
-    "warmup_steps=3",
-    "warmup_batch=4",
-    "prompts_per_step=2",
-    "group_size=2",
-    "eval_tasks=0",
-    "threads=1",
-]
+
+
+@pytest.fixture
+def tiny(tiny_run):
+    """The folder's `tiny_run` (conftest.py) with 3 warm-up steps."""
+    return [*tiny_run, "warmup_steps=3"]
 
 
 # ----------------------------------------------------------------------------------- config
@@ -94,9 +88,9 @@ def _params(path: Path) -> dict[str, torch.Tensor]:
     return {k: v.clone() for k, v in load_policy(path).model.state_dict().items()}
 
 
-def test_rl_steps_change_the_model_and_resume_is_exact(tmp_path):
+def test_rl_steps_change_the_model_and_resume_is_exact(tmp_path, tiny):
     one_go = tmp_path / "one_go"
-    run(parse_overrides([*TINY, "steps=2", "save_every=1", f"out={one_go}"]))
+    run(parse_overrides([*tiny, "steps=2", "save_every=1", f"out={one_go}"]))
     init, final = _params(one_go / "init_model"), _params(one_go / "checkpoint" / "model")
     assert any(not torch.equal(init[k], final[k]) for k in init)
     history = [json.loads(line) for line in (one_go / "metrics.jsonl").read_text().splitlines()]
@@ -113,20 +107,22 @@ def test_rl_steps_change_the_model_and_resume_is_exact(tmp_path):
     assert (one_go / "training.png").stat().st_size > 0
 
     resumed = tmp_path / "resumed"
-    run(parse_overrides([*TINY, "steps=1", "save_every=1", f"out={resumed}"]))
-    run(parse_overrides([*TINY, "steps=2", "save_every=1", f"out={resumed}"]))  # the same command, more steps
+    run(parse_overrides([*tiny, "steps=1", "save_every=1", f"out={resumed}"]))
+    run(parse_overrides([*tiny, "steps=2", "save_every=1", f"out={resumed}"]))  # the same command, more steps
     again = _params(resumed / "checkpoint" / "model")
     for key in final:
         torch.testing.assert_close(again[key], final[key], rtol=0, atol=0)
     with pytest.raises(ValueError, match="holds a run with different settings"):
-        run(parse_overrides([*TINY, "steps=2", "lr=0.1", f"out={resumed}"]))
+        run(parse_overrides([*tiny, "steps=2", "lr=0.1", f"out={resumed}"]))
 
 
-def test_a_stopped_warm_up_goes_on_from_its_last_save_and_ends_with_the_same_weights(tmp_path, monkeypatch, capsys):
+def test_a_stopped_warm_up_goes_on_from_its_last_save_and_ends_with_the_same_weights(
+    tmp_path, tiny, monkeypatch, capsys
+):
     import vpo_core.adapters.local.train as train_module
     from vpo_core.adapters.local import warmup
 
-    warm = [*TINY, "warmup_steps=5", "warmup_save_every=2", "steps=0"]
+    warm = [*tiny, "warmup_steps=5", "warmup_save_every=2", "steps=0"]
     one_go = tmp_path / "one_go"
     run(parse_overrides([*warm, f"out={one_go}"]))
     assert not (one_go / "warmup").exists()  # dropped once init_model is saved
@@ -161,7 +157,7 @@ def test_a_stopped_warm_up_goes_on_from_its_last_save_and_ends_with_the_same_wei
     assert train_module.RunDir(stopped).read_warmup() is None
 
 
-def test_a_damaged_warm_up_save_names_the_folder_to_delete(tmp_path):
+def test_a_damaged_warm_up_save_names_the_folder_to_delete(tmp_path, tiny):
     from vpo_core.runs import RunDirError
 
     out = tmp_path / "run"
@@ -171,7 +167,7 @@ def test_a_damaged_warm_up_save_names_the_folder_to_delete(tmp_path):
     with pytest.raises(
         RunDirError, match=r"warmup/state\.pt is corrupt or unreadable.*delete .*warmup to restart the warm-up"
     ):
-        run(parse_overrides([*TINY, "warmup_steps=5", "steps=0", f"out={out}"]))
+        run(parse_overrides([*tiny, "warmup_steps=5", "steps=0", f"out={out}"]))
 
 
 def test_identical_rewards_give_zero_advantage_and_no_policy_gradient():
@@ -204,9 +200,9 @@ def test_bad_input_messages(tmp_path, capsys):
 
 
 # ------------------------------------------------------------------------------ evaluate.py
-def test_evaluate_app_writes_table_and_plot(tmp_path):
+def test_evaluate_app_writes_table_and_plot(tmp_path, tiny):
     run_dir = tmp_path / "run"
-    run(parse_overrides([*TINY, "steps=1", f"out={run_dir}"]))
+    run(parse_overrides([*tiny, "steps=1", f"out={run_dir}"]))
     evaluate = runpy.run_path(str(ROOT / "apps" / "evaluate.py"), run_name="evaluate_app")["main"]
     out = tmp_path / "eval"
     code = evaluate([f"checkpoints={run_dir},{run_dir}@init", "tasks=3", "samples=6", f"out={out}"])
@@ -219,16 +215,16 @@ def test_evaluate_app_writes_table_and_plot(tmp_path):
     assert (out / "best_at_k.png").read_bytes()[:4] == b"\x89PNG"
 
 
-def test_kept_steps_are_snapshots_that_evaluate_reads(tmp_path, capsys):
+def test_kept_steps_are_snapshots_that_evaluate_reads(tmp_path, tiny, capsys):
     run_dir = tmp_path / "run"
-    run(parse_overrides([*TINY, "steps=3", "save_every=10", "keep_steps=1,2", f"out={run_dir}"]))
+    run(parse_overrides([*tiny, "steps=3", "save_every=10", "keep_steps=1,2", f"out={run_dir}"]))
     step1, step2 = _params(run_dir / "snapshots" / "step1"), _params(run_dir / "snapshots" / "step2")
     init, final = _params(run_dir / "init_model"), _params(run_dir / "checkpoint" / "model")
     for a, b in ((init, step1), (step1, step2), (step2, final)):  # each snapshot is its own step's model
         assert any(not torch.equal(a[k], b[k]) for k in a)
     # the same run without snapshots reaches the same final model: keeping them changes nothing
     plain = tmp_path / "plain"
-    run(parse_overrides([*TINY, "steps=3", "save_every=10", f"out={plain}"]))
+    run(parse_overrides([*tiny, "steps=3", "save_every=10", f"out={plain}"]))
     for key, value in _params(plain / "checkpoint" / "model").items():
         torch.testing.assert_close(value, final[key], rtol=0, atol=0)
     evaluate = runpy.run_path(str(ROOT / "apps" / "evaluate.py"), run_name="evaluate_app")["main"]

@@ -12,12 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import importlib.util
 import json
 import re
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import numpy as np
@@ -25,10 +22,12 @@ import pytest
 import torch
 
 import vpo_core
+from vpo_core.http_json import JsonHandler, ServerThread
 from vpo_core.models.chat import render_chat
 from vpo_core.models.openai import VLLM_ONLY_FIELDS, EndpointError, OpenAISampler
 from vpo_core.models.policy import load_policy, load_tokenizer
 from vpo_core.models.settings import SamplingSettings
+from vpo_core.testing import load_script
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[3]
@@ -83,7 +82,7 @@ def _expected(env, kind):
     return np.stack([env.score_completion(t, turn, mode="multi", m=2).rewards for t in env.tasks("test")])
 
 
-class FakeVllm:
+class FakeVllm(ServerThread):
     """A vLLM-like OpenAI-compatible server on 127.0.0.1 that samples with a local model (transformers).
 
     Like ``vllm serve``, the chat API renders the messages with the checkpoint's template and the request's
@@ -96,35 +95,24 @@ class FakeVllm:
         self.requests = []
         fake = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def _send(self, code, body):
-                data = json.dumps(body).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
+        class Handler(JsonHandler):
             def do_GET(self):
-                self._send(200, {"object": "list", "data": [{"id": "tiny", "object": "model", "owned_by": owner}]})
+                self.send_json(200, {"object": "list", "data": [{"id": "tiny", "object": "model", "owned_by": owner}]})
 
             def do_POST(self):
-                payload = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                payload = self.read_json()
                 fake.requests.append((self.path, payload))
                 chat = self.path.endswith("/chat/completions")
                 tok = fake.policy.tokenizer
                 if self.path in ("/tokenize", "/detokenize") and owner != "vllm":
-                    self._send(404, {"detail": "Not Found"})
+                    self.send_json(404, {"detail": "Not Found"})
                     return
                 if self.path == "/tokenize":  # vLLM's, at the root: the ids of the rendered chat
                     text = render_chat(tok, payload["messages"], payload.get("chat_template_kwargs"))
-                    self._send(200, {"tokens": tok.encode(text, add_special_tokens=False), "max_model_len": 256})
+                    self.send_json(200, {"tokens": tok.encode(text, add_special_tokens=False), "max_model_len": 256})
                     return
                 if self.path == "/detokenize":
-                    self._send(200, {"prompt": tok.decode(payload["tokens"])})
+                    self.send_json(200, {"prompt": tok.decode(payload["tokens"])})
                     return
                 if chat:
                     prompt = render_chat(tok, payload["messages"], payload.get("chat_template_kwargs"))
@@ -136,25 +124,15 @@ class FakeVllm:
                 choices = [
                     {"index": i, key: {"role": "assistant", "content": t} if chat else t} for i, t in enumerate(texts)
                 ]
-                self._send(200, {"choices": choices})
+                self.send_json(200, {"choices": choices})
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        super().__init__(Handler)
+        self.base_url = f"{self.url}/v1"
+        self.start()
 
 
 def _app(name):
-    module_name = f"realmodel_{name}_app"
-    if module_name not in sys.modules:  # registered: the config dataclass resolves its annotations there
-        spec = importlib.util.spec_from_file_location(module_name, ROOT / "apps" / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[module_name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[module_name].main
+    return load_script(ROOT / "apps" / f"{name}.py", f"realmodel_{name}_app").main
 
 
 # ------------------------------------------------------------------------------------ stopping
@@ -208,10 +186,10 @@ def test_every_sampler_returns_the_whole_assistant_turn(models, env, kind):
     server = FakeVllm(model_dir)
     try:
         for api in ("chat", "completions"):
-            sampler = OpenAISampler(server.url, api=api, tokenizer=model_dir, chat_template_kwargs=kwargs)
+            sampler = OpenAISampler(server.base_url, api=api, tokenizer=model_dir, chat_template_kwargs=kwargs)
             assert sampler.sample([sampler.prompt_text(messages)], **settings) == [turn] * 2, api
         # no tokenizer: the pre-fill is learned from the server (vLLM's /tokenize and /detokenize)
-        sampler = OpenAISampler(server.url, api="chat", chat_template_kwargs=kwargs)
+        sampler = OpenAISampler(server.base_url, api="chat", chat_template_kwargs=kwargs)
         assert (sampler.prefill, sampler.prefill_source) == (PREFILL[kind], "server")
         assert sampler.sample([sampler.prompt_text(messages)], **settings) == [turn] * 2
     finally:
@@ -219,9 +197,9 @@ def test_every_sampler_returns_the_whole_assistant_turn(models, env, kind):
     server = FakeVllm(model_dir, owner="other")
     try:
         with pytest.raises(EndpointError, match="only vLLM takes chat template options"):
-            OpenAISampler(server.url, api="chat", chat_template_kwargs=kwargs)
+            OpenAISampler(server.base_url, api="chat", chat_template_kwargs=kwargs)
         with pytest.raises(EndpointError, match="pass tokenizer="):  # vLLM by name, but no /tokenize to ask
-            OpenAISampler(server.url, api="chat", chat_template_kwargs=kwargs, server="vllm")
+            OpenAISampler(server.base_url, api="chat", chat_template_kwargs=kwargs, server="vllm")
     finally:
         server.close()
 
@@ -234,15 +212,17 @@ def test_requests_follow_the_openai_schema_and_vllm_fields_go_to_vllm_only(model
     for owner in ("vllm", "other"):
         server = FakeVllm(model_dir, owner=owner)
         try:
-            completions = OpenAISampler(server.url, api="completions", tokenizer=model_dir, chat_template_kwargs=kwargs)
+            completions = OpenAISampler(
+                server.base_url, api="completions", tokenizer=model_dir, chat_template_kwargs=kwargs
+            )
             completions.sample([completions.prompt_text(prompt_messages)], **settings)
-            chat = OpenAISampler(server.url, api="chat", tokenizer=model_dir)  # no template options
+            chat = OpenAISampler(server.base_url, api="chat", tokenizer=model_dir)  # no template options
             chat.sample([chat.prompt_text(prompt_messages)], **settings)
             if owner == "other":
                 with pytest.raises(EndpointError, match="only vLLM takes chat template options"):
-                    OpenAISampler(server.url, api="chat", tokenizer=model_dir, chat_template_kwargs=kwargs)
+                    OpenAISampler(server.base_url, api="chat", tokenizer=model_dir, chat_template_kwargs=kwargs)
             else:
-                chat = OpenAISampler(server.url, api="chat", tokenizer=model_dir, chat_template_kwargs=kwargs)
+                chat = OpenAISampler(server.base_url, api="chat", tokenizer=model_dir, chat_template_kwargs=kwargs)
                 chat.sample([chat.prompt_text(prompt_messages)], **settings)
         finally:
             server.close()
@@ -308,7 +288,7 @@ def test_evaluate_and_diagnose_give_the_same_reward_vector(runs, models, env, ki
     server = FakeVllm(models[kind][0])
     try:
         served = tmp_path / "served"
-        args = [f"env={ENV}", f"base_url={server.url}", "method=vpo", "m=2", f"tokenizer={models[kind][0]}"]
+        args = [f"env={ENV}", f"base_url={server.base_url}", "method=vpo", "m=2", f"tokenizer={models[kind][0]}"]
         assert _app("evaluate")([*args, f"out={served}", "progress=false", "max_new_tokens=30"]) == 0
     finally:
         server.close()

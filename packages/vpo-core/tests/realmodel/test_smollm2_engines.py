@@ -14,15 +14,15 @@ The checkpoint's weights are de-quantised Q4_1: these tests check plumbing, neve
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+
+from vpo_core.testing import load_script
 
 pytestmark = [pytest.mark.real_model, pytest.mark.slow]
 
@@ -51,15 +51,7 @@ DEFAULT_MODEL = {  # the engine's own small model, as small as it gets
 
 def _train_app():
     """``apps/train.py`` as a module (its ``main`` is what the command runs)."""
-    name = "smollm2_train_app"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, ROOT / "apps" / "train.py")
-        assert spec is not None
-        assert spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
+    return load_script(ROOT / "apps" / "train.py", "smollm2_train_app")
 
 
 def _records(path: Path) -> list[dict]:

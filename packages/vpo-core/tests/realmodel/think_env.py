@@ -22,12 +22,8 @@ class ThinkEnv(TextEnv[int, tuple[int, bool]]):
     """Name the target: (format: the turn opens with a think block, correct: the number is the target)."""
 
     env_id = "think-v1"
-    reward_spec = RewardSpec(
-        names=("format", "correct"),
-        w_star=(0.5, 0.5),
-        low=(0.0, 0.0),
-        high=(1.0, 1.0),
-        descriptions=("Opening the turn with a think block", "Naming the target"),
+    reward_spec = RewardSpec.uniform(
+        ("format", "correct"), ("Opening the turn with a think block", "Naming the target")
     )
     profile = EnvProfile(
         train=Generation(max_new_tokens_single=24, max_new_tokens_multi=40),
@@ -38,9 +34,7 @@ class ThinkEnv(TextEnv[int, tuple[int, bool]]):
     calls: ClassVar[int] = 0
     """`rewards` calls made on any instance (the tests reset it)."""
 
-    def tasks(self, split):
-        if split not in self.splits:
-            raise ValueError(f"unknown split {split!r}")
+    def _load_tasks(self, split):
         targets = [7] * 4 if split == "train" else [7, 5, 7, 5]
         return [Task(id=f"think-v1/{split}/{i}", split=split, index=i, payload=t) for i, t in enumerate(targets)]
 

@@ -24,9 +24,7 @@ class TextStatsEnv(TextEnv[int, str]):
         descriptions=("Share of letters", "Share of spaces"),
     )
 
-    def tasks(self, split):
-        if split not in self.splits:
-            raise ValueError(f"unknown split {split!r}")
+    def _load_tasks(self, split):
         return [Task(id=f"text-stats-v1/{split}/{i}", split=split, index=i, payload=i) for i in range(8)]
 
     def _render_prompt(self, task, mode, m):

@@ -19,17 +19,9 @@ class CountEnv(TextEnv[int, int]):
     """Name the target number: (exact, close) with close = max(0, 1 - |n - t| / 10)."""
 
     env_id = "count-v1"
-    reward_spec = RewardSpec(
-        names=("exact", "close"),
-        w_star=(0.5, 0.5),
-        low=(0.0, 0.0),
-        high=(1.0, 1.0),
-        descriptions=("Naming the target exactly", "Being close to the target"),
-    )
+    reward_spec = RewardSpec.uniform(("exact", "close"), ("Naming the target exactly", "Being close to the target"))
 
-    def tasks(self, split):
-        if split not in self.splits:
-            raise ValueError(f"unknown split {split!r}")
+    def _load_tasks(self, split):
         offset = 0 if split == "train" else 100
         return [Task(id=f"count-v1/{split}/{i}", split=split, index=i, payload=offset + i) for i in range(8)]
 

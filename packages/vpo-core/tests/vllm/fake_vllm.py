@@ -22,17 +22,16 @@ server.
 
 from __future__ import annotations
 
-import json
-import threading
 import time
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from vpo_core.http_json import JsonHandler, ServerThread
 
 MAX_MODEL_LEN = 2048
 
 
-class FakeVllm:
+class FakeVllm(ServerThread):
     """The fake server on 127.0.0.1 (an ephemeral port), in a thread.
 
     Args:
@@ -55,28 +54,17 @@ class FakeVllm:
         self.requests: list[tuple[str, dict[str, Any]]] = []
         fake = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: object) -> None:
-                pass
-
-            def _send(self, code: int, body: Any) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
+        class Handler(JsonHandler):
             def do_GET(self) -> None:
                 if self.path.rstrip("/") == "/v1/models":
-                    self._send(200, fake.model_list())
+                    self.send_json(200, fake.model_list())
                 elif self.path == "/health":
-                    self._send(200, {})
+                    self.send_json(200, {})
                 else:
-                    self._send(404, {"detail": "Not Found"})
+                    self.send_json(404, {"detail": "Not Found"})
 
             def do_POST(self) -> None:
-                payload = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                payload = self.read_json()
                 fake.requests.append((self.path, payload))
                 handlers = {
                     "/tokenize": fake.tokenize,
@@ -84,19 +72,19 @@ class FakeVllm:
                     "/v1/chat/completions": fake.chat,
                 }
                 if self.path not in handlers:
-                    self._send(404, {"detail": "Not Found"})
+                    self.send_json(404, {"detail": "Not Found"})
                     return
                 if payload.get("model") not in (None, fake.name):
-                    self._send(
+                    self.send_json(
                         404, _error(f"The model `{payload['model']}` does not exist.", "NotFoundError", 404, "model")
                     )
                     return
-                self._send(*handlers[self.path](payload))
+                self.send_json(*handlers[self.path](payload))
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.root = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        super().__init__(Handler)
+        self.root = self.url
         self.base_url = f"{self.root}/v1"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        self.start()
 
     def model_list(self) -> dict[str, Any]:
         """``GET /v1/models``."""
@@ -156,11 +144,6 @@ class FakeVllm:
         body = {"id": f"chatcmpl-{len(self.requests)}", "object": "chat.completion", "created": int(time.time())}
         body.update({"model": self.name, "choices": choices, "usage": usage})
         return 200, body
-
-    def close(self) -> None:
-        """Stop serving."""
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 def _error(message: str, kind: str = "BadRequestError", code: int = 400, param: str | None = None) -> dict[str, Any]:

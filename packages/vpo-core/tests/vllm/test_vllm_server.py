@@ -16,7 +16,6 @@ or was not installed (tests never reach the package index: ``vllm_server.py inst
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import math
 import subprocess
@@ -27,6 +26,7 @@ import pytest
 
 import vpo_core
 from vpo_core.models.prefill import ServerPrefill
+from vpo_core.testing import load_script
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[3]
@@ -43,15 +43,7 @@ SERVED = "smollm2"
 
 def _packaging():
     """tests/test_packaging.py, whose `_fresh_venv_with` builds the wheels and pip-installs them offline."""
-    name = "vllm_server_test_packaging"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, ROOT / "tests" / "test_packaging.py")
-        assert spec is not None
-        assert spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
+    return load_script(ROOT / "tests" / "test_packaging.py", "vllm_server_test_packaging")
 
 
 @pytest.fixture(scope="module")

@@ -8,9 +8,6 @@
 - `vpo_lab.recipes`: the grid's named recipes (``recipe=v2``).
 """
 
-import importlib.metadata as _metadata
+from vpo_core.versions import installed_version
 
-try:  # single source: [project] version in pyproject.toml, read from the installed metadata
-    __version__ = _metadata.version("vpo-lab")
-except _metadata.PackageNotFoundError:  # pragma: no cover - a source tree on sys.path, not installed
-    __version__ = "0+unknown"
+__version__ = installed_version("vpo-lab")  # single source: [project] version in pyproject.toml

@@ -5,8 +5,7 @@ runs the search through its library API; the model is any OpenAI-compatible endp
 every model call and evaluation on disk, so searches resume and their pass@k / best@k curves are exact.
 """
 
-import importlib.metadata as _metadata
-
+from vpo_core.versions import installed_version
 from vpo_search.adapter import AnswerSearch
 from vpo_search.config import SearchConfig, parse_args
 from vpo_search.engine import RunStatus, SearchError, search_problem
@@ -41,7 +40,4 @@ __all__ = [
     "search_problem",
     "write_report",
 ]
-try:  # single source: [project] version in pyproject.toml, read from the installed metadata
-    __version__ = _metadata.version("vpo-search")
-except _metadata.PackageNotFoundError:  # pragma: no cover - a source tree on sys.path, not installed
-    __version__ = "0+unknown"
+__version__ = installed_version("vpo-search")  # single source: [project] version in pyproject.toml

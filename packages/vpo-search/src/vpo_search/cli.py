@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from vpo_core.cli_config import HelpRequested
+from vpo_core.cli_config import HelpRequested, exit_status
 from vpo_core.errors import ConfigError
 from vpo_search.config import SearchConfig, parse_args
 
@@ -51,12 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     try:
         command, options = parse_args(args)
-    except HelpRequested as exc:
-        print(exc.text)
-        return 0
-    except ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    except (HelpRequested, ConfigError) as exc:
+        return exit_status(exc)
     import vpo_core
     from vpo_search.adapter import AnswerSearch
     from vpo_search.engine import SearchError, search_problem, template_options

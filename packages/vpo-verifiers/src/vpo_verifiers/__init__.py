@@ -8,9 +8,9 @@ first access from `vpo_verifiers.taskset`.
 
 from __future__ import annotations
 
-import importlib.metadata as _metadata
 from typing import TYPE_CHECKING, Any
 
+from vpo_core.versions import installed_version
 from vpo_verifiers._core import SET_REWARDS, SetReward, named_rewards
 
 if TYPE_CHECKING:
@@ -20,10 +20,7 @@ if TYPE_CHECKING:
 # (the taskset's default harness) and the one Env subclass (the env that runs it); the rest are plain helpers.
 __all__ = ["SET_REWARDS", "SetReward", "VPOChatHarness", "VPOEnv", "VPOTaskset", "named_rewards"]
 
-try:  # single source: [project] version in pyproject.toml, read from the installed metadata
-    __version__ = _metadata.version("vpo-verifiers")
-except _metadata.PackageNotFoundError:  # pragma: no cover - a source tree on sys.path, not installed
-    __version__ = "0+unknown"
+__version__ = installed_version("vpo-verifiers")  # single source: [project] version in pyproject.toml
 
 _FROM_TASKSET = frozenset(
     {

@@ -457,12 +457,8 @@ class _Broker:
 
     def _clean_scratch(self):
         """Is the scratch empty again? Replaced when a fresh tmpfs is possible, else wiped."""
-        try:  # the common case: nothing was written (chmod is denied to tests, so root's mode is intact)
-            with os.scandir(SCRATCH) as entries:
-                if next(entries, None) is None:
-                    return True
-        except OSError:
-            pass
+        if _empty(SCRATCH):  # the common case: nothing was written
+            return True
         if self.fresh_tmpfs:
             return self._mount_scratch(replace=True)
         return _wipe(SCRATCH, self.scratch_mode)
@@ -674,18 +670,23 @@ def _on_alarm(signum, frame):
     _kill_group(pid)
 
 
+def _empty(root):
+    """Whether root holds no entry (False when it cannot be listed; chmod is denied to tests, so its mode is intact)."""
+    try:
+        with os.scandir(root) as entries:
+            return next(entries, None) is None
+    except OSError:
+        return False
+
+
 def _wipe(root, mode, budget=1_000_000):
     """Delete everything under root: no recursion, no symlink followed, permissions restored first.
 
     Returns:
         Whether root is empty afterwards (False also when more than `budget` entries were found).
     """
-    try:  # the common case: nothing was written (chmod is denied to tests, so root's mode is intact)
-        with os.scandir(root) as entries:
-            if next(entries, None) is None:
-                return True
-    except OSError:
-        pass
+    if _empty(root):  # the common case: nothing was written
+        return True
     names, seen = [], 0
     try:
         if stat.S_IMODE(os.stat(root).st_mode) != mode:

@@ -15,6 +15,7 @@ Both are imported only when asked for.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import numbers
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -43,16 +44,21 @@ def _numeric(metrics: Mapping[str, Any]) -> dict[str, float]:
     return {k: float(v) for k, v in metrics.items() if isinstance(v, numbers.Real) and not isinstance(v, bool)}
 
 
+def _import_for(logger: str, module: str, note: str) -> Any:
+    """The module a logger needs, or a `ConfigError` naming the package to install (`note`: a hint on it)."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise ConfigError(
+            f"logger={logger} needs the {logger} package: pip install 'vpo-core[tracking]' ({note}), or drop it "
+            "from logger=."
+        ) from None
+
+
 class _TensorBoard:
     def __init__(self, run_dir: Path, config: Mapping[str, Any]) -> None:
-        try:
-            from torch.utils.tensorboard import SummaryWriter
-        except ImportError:
-            raise ConfigError(
-                "logger=tensorboard needs the tensorboard package: pip install 'vpo-core[tracking]' (or uv pip install "
-                "tensorboard), or drop it from logger=."
-            ) from None
-        self.writer = SummaryWriter(log_dir=str(run_dir / "tensorboard"))
+        tensorboard = _import_for("tensorboard", "torch.utils.tensorboard", "or uv pip install tensorboard")
+        self.writer = tensorboard.SummaryWriter(log_dir=str(run_dir / "tensorboard"))
         self.writer.add_text("config", "\n".join(f"    {k}: {v}" for k, v in config.items()))
 
     def log(self, metrics: Mapping[str, float], step: int) -> None:
@@ -65,13 +71,7 @@ class _TensorBoard:
 
 class _Wandb:
     def __init__(self, run_dir: Path, config: Mapping[str, Any]) -> None:
-        try:
-            import wandb
-        except ImportError:
-            raise ConfigError(
-                "logger=wandb needs the wandb package: pip install 'vpo-core[tracking]' (WANDB_MODE=offline works without an "
-                "account), or drop it from logger=."
-            ) from None
+        wandb = _import_for("wandb", "wandb", "WANDB_MODE=offline works without an account")
         self.wandb = wandb
         self.run = wandb.init(
             project="vpo-local",

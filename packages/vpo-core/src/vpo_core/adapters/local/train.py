@@ -53,18 +53,14 @@ def main(argv: list[str]) -> int:
     A user error (`vpo_core.errors.UserError`: a bad option, an unusable file or run directory, missing
     data) is printed as one line and returns 2; any other exception propagates with its traceback.
     """
-    from vpo_core.cli_config import HelpRequested
+    from vpo_core.cli_config import HelpRequested, exit_status
 
     try:
         config = preflight(parse_overrides(argv))
         with termination_as_exit():
             run(config)
-    except HelpRequested as exc:
-        print(exc.text)
-        return 0
-    except UserError as exc:
-        _log(f"error: {exc}")
-        return 2
+    except (HelpRequested, UserError) as exc:
+        return exit_status(exc)
     return 0
 
 
