@@ -1,24 +1,18 @@
-"""apps/diagnose.py: verdicts and the paper's table from saved pools; clear errors."""
+"""``vpo diagnose`` (apps/diagnose.py is its alias): verdicts and the paper's table from saved pools; clear errors."""
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-APP = Path(__file__).resolve().parents[1] / "apps" / "diagnose.py"
+from vpo_core.cli import main as vpo
 
 
 def _app():
-    if "diagnose_app" not in sys.modules:  # registered: the config dataclass resolves its annotations there
-        spec = importlib.util.spec_from_file_location("diagnose_app", APP)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["diagnose_app"] = module
-        spec.loader.exec_module(module)
-    return sys.modules["diagnose_app"].main
+    return lambda argv: vpo(["diagnose", *argv])
 
 
 def test_app_prints_verdicts_and_table(tmp_path, capsys):
@@ -49,7 +43,8 @@ def test_a_checkpoint_is_sampled_by_the_evaluation_app(tmp_path, capsys, monkeyp
 
     def fake_evaluate(command, check, stdout=None):
         calls.append(command)
-        args = dict(a.split("=", 1) for a in command[2:])
+        assert command[:4] == [sys.executable, "-m", "vpo_core", "eval"]  # `vpo eval` in its own process
+        args = dict(a.split("=", 1) for a in command[4:])
         out = Path(args["out"])
         out.mkdir(parents=True)
         np.save(out / "pool_run.npy", np.random.default_rng(6).uniform(size=(3, 16, 1, 4)))
@@ -61,7 +56,6 @@ def test_a_checkpoint_is_sampled_by_the_evaluation_app(tmp_path, capsys, monkeyp
     rc = _app()(["env=maze-v1", "grpo=runs/some-grpo-run", f"out={tmp_path}", "evaluate=tasks=3 samples=16"])
     assert rc == 0
     [command] = calls
-    assert command[1].endswith("apps/evaluate.py")
     assert "checkpoints=runs/some-grpo-run" in command
     assert f"out={tmp_path / 'grpo'}" in command
     assert command[-2:] == ["tasks=3", "samples=16"]

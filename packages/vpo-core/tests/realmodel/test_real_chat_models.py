@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import importlib.util
 import json
 import re
 import sys
@@ -147,14 +146,11 @@ class FakeVllm:
         self.httpd.server_close()
 
 
-def _app(name):
-    module_name = f"realmodel_{name}_app"
-    if module_name not in sys.modules:  # registered: the config dataclass resolves its annotations there
-        spec = importlib.util.spec_from_file_location(module_name, ROOT / "apps" / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[module_name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[module_name].main
+def _app(command):
+    """``vpo <command>`` (the apps/ scripts are its aliases), called with its arguments."""
+    from vpo_core.cli import main as vpo
+
+    return lambda argv: vpo([command, *argv])
 
 
 # ------------------------------------------------------------------------------------ stopping
@@ -297,7 +293,7 @@ def test_evaluate_and_diagnose_give_the_same_reward_vector(runs, models, env, ki
     run, _, _ = runs[kind]
     expected = _expected(env, kind)  # (T, m, d)
     local = tmp_path / "local"
-    assert _app("evaluate")([f"env={ENV}", f"checkpoints={run}", f"out={local}", "progress=false"]) == 0
+    assert _app("eval")([f"env={ENV}", f"checkpoints={run}", f"out={local}", "progress=false"]) == 0
     row = json.loads((local / "results.json").read_text())["rows"]["vpo"]
     assert row["settings"]["max_new_tokens"] == 30  # the run's own budget, not the profile's 40
     assert row["missing_completions"] == 0
@@ -309,7 +305,7 @@ def test_evaluate_and_diagnose_give_the_same_reward_vector(runs, models, env, ki
     try:
         served = tmp_path / "served"
         args = [f"env={ENV}", f"base_url={server.url}", "method=vpo", "m=2", f"tokenizer={models[kind][0]}"]
-        assert _app("evaluate")([*args, f"out={served}", "progress=false", "max_new_tokens=30"]) == 0
+        assert _app("eval")([*args, f"out={served}", "progress=false", "max_new_tokens=30"]) == 0
     finally:
         server.close()
     np.testing.assert_array_equal(np.load(served / "pool_tiny.npy"), pool)

@@ -14,9 +14,7 @@ The checkpoint's weights are de-quantised Q4_1: these tests check plumbing, neve
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -49,17 +47,11 @@ DEFAULT_MODEL = {  # the engine's own small model, as small as it gets
 }
 
 
-def _train_app():
-    """``apps/train.py`` as a module (its ``main`` is what the command runs)."""
-    name = "smollm2_train_app"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, ROOT / "apps" / "train.py")
-        assert spec is not None
-        assert spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
+def _train(argv: list[str]) -> int:
+    """``vpo train`` (apps/train.py is its alias) with `argv`: the command the README shows."""
+    from vpo_core.cli import main as vpo
+
+    return vpo(["train", *argv])
 
 
 def _records(path: Path) -> list[dict]:
@@ -98,9 +90,9 @@ def local_runs(smollm2, tmp_path_factory):
     root = tmp_path_factory.mktemp("local")
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(Policy, "generate_with_log_probs", recording)
-        code = _train_app().main([f"model={smollm2}", *TINY, f"out={root / 'real'}"])
+        code = _train([f"model={smollm2}", *TINY, f"out={root / 'real'}"])
     assert code == 0
-    default = _train_app().main([*TINY, *DEFAULT_MODEL["local"], f"out={root / 'default'}"])
+    default = _train([*TINY, *DEFAULT_MODEL["local"], f"out={root / 'default'}"])
     assert default == 0
     return root / "real", root / "default", calls
 
@@ -161,9 +153,9 @@ def trl_runs(smollm2, tmp_path_factory):
     root = tmp_path_factory.mktemp("trl")
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(VPOGRPOTrainer, "_compute_loss", recording)
-        code = _train_app().main(["engine=trl", f"model={smollm2}", *TINY, f"out={root / 'real'}"])
+        code = _train(["engine=trl", f"model={smollm2}", *TINY, f"out={root / 'real'}"])
     assert code == 0
-    default = _train_app().main(["engine=trl", *TINY, *DEFAULT_MODEL["trl"], f"out={root / 'default'}"])
+    default = _train(["engine=trl", *TINY, *DEFAULT_MODEL["trl"], f"out={root / 'default'}"])
     assert default == 0
     return root / "real", root / "default", seen
 

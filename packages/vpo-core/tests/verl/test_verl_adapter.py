@@ -340,7 +340,7 @@ def test_bad_input_fails_before_launch(argv, message, capsys, tmp_path):
 def test_help_lists_every_own_key(capsys):
     assert main(["--help"]) == 0
     text = capsys.readouterr().out
-    assert text.startswith("usage: apps/train.py engine=verl [key=value ...] [section.key=value ...] [--dry-run]")
+    assert text.startswith("usage: vpo train engine=verl [key=value ...] [section.key=value ...] [--dry-run]")
     rows = {line.split()[0] for line in text.splitlines() if line.startswith("  ") and not line.startswith("    ")}
     own = {f.name for f in dataclasses.fields(LaunchConfig)} - {"env_options", "verl_overrides", "dry_run"}
     assert own | {"--dry-run", "env.<key>", "section.key"} == rows

@@ -1,4 +1,4 @@
-"""``uv run apps/train.py [key=value ...]``: warm-up, RL and evaluation on one machine.
+"""``uv run vpo train [key=value ...]``: warm-up, RL and evaluation on one machine.
 
 With no arguments: maze, VPO, a small model built locally and warmed up on the env's
 demonstrations (``env.demonstration``), RL with the paper's loss, then evaluation of the warmed-up
@@ -48,7 +48,7 @@ def _log(message: str) -> None:
 
 
 def main(argv: list[str]) -> int:
-    """Entry point of the local engine (``apps/train.py engine=local``): 0 on success, 2 on bad input.
+    """Entry point of the local engine (``vpo train engine=local``): 0 on success, 2 on bad input.
 
     A user error (`vpo_core.errors.UserError`: a bad option, an unusable file or run directory, missing
     data) is printed as one line and returns 2; any other exception propagates with its traceback.
@@ -591,7 +591,7 @@ def run(config: TrainConfig) -> dict[str, Any]:
     policy.sample_threads = reference.sample_threads = config.sample_threads
     policy.stop_strings = reference.stop_strings = answer_stops(state.env, state.mode, state.m, config.stop_at_answer)
     state.limit_budget(token_budget(state, policy))
-    state.run_dir.write_token_budget(state.rollout.max_new_tokens)  # apps/evaluate.py evaluates with the same budget
+    state.run_dir.write_token_budget(state.rollout.max_new_tokens)  # vpo eval evaluates with the same budget
     init = None
     if config.eval_tasks:
         init = evaluate_phase(state, reference, which="init", model=run_id)

@@ -1,4 +1,4 @@
-"""``apps/train.py engine=trl``: RL with TRL's GRPOTrainer and vpo-core's advantages, on one node.
+"""``vpo train engine=trl``: RL with TRL's GRPOTrainer and vpo-core's advantages, on one node.
 
 The env renders every training prompt (its chat template applied here, like the local engine), TRL
 generates G completions per prompt (ending at EOS or where the last answer closes, ``stop_at_answer=``)
@@ -522,7 +522,7 @@ class _timed:
 
 
 def main(argv: list[str]) -> int:
-    """``apps/train.py engine=trl key=value ...``; returns the exit code.
+    """``vpo train engine=trl key=value ...``; returns the exit code.
 
     A user error (`vpo_core.errors.UserError`: a bad option, an unusable file, missing data) is printed
     as one line and returns 2; any other exception propagates with its traceback.
@@ -530,7 +530,7 @@ def main(argv: list[str]) -> int:
     config = run_cli(
         TRLTrainConfig,
         argv,
-        prog="apps/train.py engine=trl",
+        prog="vpo train engine=trl",
         description="RL with TRL's GRPOTrainer and vpo-core's set-level advantages (one node, CPU or GPU).",
         passthrough={"env": "env_options"},
     )
