@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import runpy
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +14,7 @@ from vpo_core.adapters.local.config import parse_overrides
 from vpo_core.adapters.local.loss import actor_loss
 from vpo_core.adapters.local.train import main as train_main
 from vpo_core.adapters.local.train import run
+from vpo_core.cli import main as vpo
 from vpo_core.models.policy import build_tokenizer, load_policy
 
 ROOT = Path(__file__).resolve().parents[4]
@@ -203,11 +203,16 @@ def test_bad_input_messages(tmp_path, capsys):
     assert "m must be >= 2" in capsys.readouterr().err
 
 
+def _vpo_eval(argv: list[str]) -> int:
+    """``vpo eval`` (apps/evaluate.py is its alias) with `argv`."""
+    return vpo(["eval", *argv])
+
+
 # ------------------------------------------------------------------------------ evaluate.py
 def test_evaluate_app_writes_table_and_plot(tmp_path):
     run_dir = tmp_path / "run"
     run(parse_overrides([*TINY, "steps=1", f"out={run_dir}"]))
-    evaluate = runpy.run_path(str(ROOT / "apps" / "evaluate.py"), run_name="evaluate_app")["main"]
+    evaluate = _vpo_eval
     out = tmp_path / "eval"
     code = evaluate([f"checkpoints={run_dir},{run_dir}@init", "tasks=3", "samples=6", f"out={out}"])
     assert code == 0
@@ -231,7 +236,7 @@ def test_kept_steps_are_snapshots_that_evaluate_reads(tmp_path, capsys):
     run(parse_overrides([*TINY, "steps=3", "save_every=10", f"out={plain}"]))
     for key, value in _params(plain / "checkpoint" / "model").items():
         torch.testing.assert_close(value, final[key], rtol=0, atol=0)
-    evaluate = runpy.run_path(str(ROOT / "apps" / "evaluate.py"), run_name="evaluate_app")["main"]
+    evaluate = _vpo_eval
     out = tmp_path / "eval"
     assert evaluate([f"checkpoints={run_dir}@step1", "tasks=2", "samples=3", f"out={out}", "progress=false"]) == 0
     assert "| run@step1 | multi, 3 |" in (out / "table.md").read_text()
