@@ -22,7 +22,7 @@ import vpo_core
 from vpo_core import goal_suffix
 from vpo_core.cli import main as vpo
 from vpo_core.evaluation import evaluate_policy, goal_weights_for_eval, load_pool
-from vpo_core.models.policy import CHAT_TEMPLATE, Policy, new_policy
+from vpo_core.models.policy import CHAT_TEMPLATE, ModelSpec, Policy, new_policy
 from vpo_core.models.settings import SamplingSettings
 
 ROOT = Path(__file__).resolve().parents[4]
@@ -63,7 +63,9 @@ def model_dir(tmp_path_factory):
     env = vpo_core.make("maze-v1", train_size=4, test_size=2)
     texts = [env.render_prompt(t, mode="multi", m=3)[0]["content"] for t in env.tasks("train")]
     texts += [env.reference_completion(t, mode="multi", m=3) for t in env.tasks("train")]
-    policy = new_policy(texts * 3, vocab_size=300, hidden_size=16, layers=1, heads=2, seed=0, max_positions=4096)
+    policy = new_policy(
+        texts * 3, ModelSpec(vocab_size=300, hidden_size=16, layers=1, heads=2, max_positions=4096), seed=0
+    )
     policy.tokenizer.chat_template = TEMPLATE
     path = tmp_path_factory.mktemp("model") / "tiny"
     policy.save(path)

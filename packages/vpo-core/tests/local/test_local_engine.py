@@ -249,14 +249,16 @@ def test_kept_steps_are_snapshots_that_evaluate_reads(tmp_path, capsys):
 # ----------------------------------------------------------------------------------- warm-up
 def test_supervised_warm_up_reduces_loss():
     from vpo_core.adapters.local.warmup import warm_up
-    from vpo_core.models.policy import new_policy
+    from vpo_core.models.policy import ModelSpec, new_policy
 
     env = vpo_core.make("maze-v1", train_size=8, test_size=2)
     tasks = env.tasks("train")
     rng = np.random.default_rng(0)
     texts = [env.render_prompt(t, mode="single", m=1)[0]["content"] for t in tasks]
     texts += [env.demonstration(t, mode="single", m=1, rng=rng) for t in tasks]
-    policy = new_policy(texts * 5, vocab_size=400, hidden_size=32, layers=1, heads=2, seed=0, max_positions=1024)
+    policy = new_policy(
+        texts * 5, ModelSpec(vocab_size=400, hidden_size=32, layers=1, heads=2, max_positions=1024), seed=0
+    )
     losses = warm_up(policy, env, tasks, mode="single", m=1, steps=40, batch_size=4, lr=3e-3, seed=0)
     assert len(losses) == 40
     assert np.mean(losses[-5:]) < 0.7 * np.mean(losses[:5])

@@ -283,7 +283,7 @@ def build_policy(state: RunState) -> tuple[Any, str, int]:
         RunDirError: If the checkpoint belongs to another init model or its state is corrupt.
     """
     from vpo_core.adapters.local.warmup import warm_up
-    from vpo_core.models.policy import load_policy, new_policy
+    from vpo_core.models.policy import ModelSpec, load_policy, new_policy
 
     config, run_dir = state.config, state.run_dir
     run_id = run_dir.run_id()
@@ -315,14 +315,7 @@ def build_policy(state: RunState) -> tuple[Any, str, int]:
     else:
         with state.timed("build"):
             policy = new_policy(
-                _tokenizer_texts(state),
-                vocab_size=config.vocab_size,
-                hidden_size=config.hidden_size,
-                layers=config.layers,
-                heads=config.heads,
-                seed=config.seed,
-                max_positions=1024,
-                device=config.device,
+                _tokenizer_texts(state), ModelSpec.from_run(config), seed=config.seed, device=config.device
             )
         n_params = sum(p.numel() for p in policy.model.parameters())
         _log(f"built a {n_params / 1e6:.2f}M-parameter model and a {len(policy.tokenizer)}-token tokenizer")

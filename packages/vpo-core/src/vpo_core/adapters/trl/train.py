@@ -150,7 +150,7 @@ def _default_model_dir(config: TRLTrainConfig, env: Any, tasks: list[Any], mode:
     """Build the local engine's small default model from the env's text and save it (TRL loads its reference from disk)."""
     import numpy as np
 
-    from vpo_core.models.policy import new_policy
+    from vpo_core.models.policy import ModelSpec, new_policy
 
     rng = np.random.default_rng([config.seed, 1])
     texts: list[str] = []
@@ -158,15 +158,7 @@ def _default_model_dir(config: TRLTrainConfig, env: Any, tasks: list[Any], mode:
         texts.extend(msg["content"] for msg in env.render_prompt(task, mode=mode, m=m))
         demo = env.demonstration(task, mode=mode, m=m, rng=rng)
         texts.extend([demo] if demo else [])
-    policy = new_policy(
-        texts,
-        vocab_size=config.vocab_size,
-        hidden_size=config.hidden_size,
-        layers=config.layers,
-        heads=config.heads,
-        seed=config.seed,
-        max_positions=1024,
-    )
+    policy = new_policy(texts, ModelSpec.from_run(config), seed=config.seed)
     path = config.run_dir / "init_model"
     policy.save(path)
     return path
