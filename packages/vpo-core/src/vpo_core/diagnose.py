@@ -23,9 +23,9 @@ the installed envs. The verdict cites the rows whose ρ̄ falls in its band, so 
 
 ``vpo diagnose`` (`main`, options `DiagnoseConfig`) prints the diagnosis of saved pools or checkpoints:
 
-    vpo diagnose env=maze-v1 vpo=runs/eval/x/pool_vpo.npy grpo=runs/eval/x/pool_grpo.npy
-    vpo diagnose env=maze-v1 pools=runs/eval/base/pool_base.npy paper=true
-    vpo diagnose env=maze-v1 vpo=runs/maze-v1-vpo-seed0 grpo=runs/maze-v1-grpo-seed0 evaluate="tasks=100"
+    vpo diagnose env=<env-id> vpo=runs/eval/x/pool_vpo.npy grpo=runs/eval/x/pool_grpo.npy
+    vpo diagnose env=<env-id> pools=runs/eval/base/pool_base.npy paper=true
+    vpo diagnose env=<env-id> vpo=runs/<env-id>-vpo-seed0 grpo=runs/<env-id>-grpo-seed0 evaluate="tasks=100"
 """
 
 from __future__ import annotations
@@ -320,9 +320,9 @@ class DiagnoseConfig:
 
 _DIAGNOSE_HELP = """Will VPO help on this domain? On-policy ρ̄ and best@16 of saved pools, in the paper's table layout.
 
-    vpo diagnose env=maze-v1 vpo=runs/eval/x/pool_vpo.npy grpo=runs/eval/x/pool_grpo.npy
-    vpo diagnose env=maze-v1 pools=runs/eval/base/pool_base.npy paper=true
-    vpo diagnose env=maze-v1 vpo=runs/maze-v1-vpo-seed0 grpo=runs/maze-v1-grpo-seed0 evaluate="tasks=100"
+    vpo diagnose env=<env-id> vpo=runs/eval/x/pool_vpo.npy grpo=runs/eval/x/pool_grpo.npy
+    vpo diagnose env=<env-id> pools=runs/eval/base/pool_base.npy paper=true
+    vpo diagnose env=<env-id> vpo=runs/<env-id>-vpo-seed0 grpo=runs/<env-id>-grpo-seed0 evaluate="tasks=100"
 
 A pool is a ``pool_<row>.npy`` of ``vpo eval``: rewards of shape (T prompts, n completions, m candidates,
 d dims). For each pool this prints ρ̄ (flatten to (N, d), drop zero-variance dims, Pearson, mean of the
