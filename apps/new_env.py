@@ -1,13 +1,8 @@
-"""Create a new env package: ``uv run apps/new_env.py NAME`` (same as ``python -m vpo_core.scaffold NAME``).
-
-uv run apps/new_env.py count        # packages/env-count/, env id count-v1, class CountEnv
-"""
-
-from __future__ import annotations
+"""``uv run apps/new_env.py NAME``: the same command as ``vpo new-env NAME``."""
 
 import sys
 
-from vpo_core.scaffold import main
+from vpo_core.cli import main
 
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    raise SystemExit(main(["new-env", *sys.argv[1:]]))

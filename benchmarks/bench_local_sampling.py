@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 import vpo_core
-from vpo_core.models.policy import new_policy
+from vpo_core.models.policy import ModelSpec, new_policy
 
 
 def main(prompts: int = 8, group_size: int = 8, max_new_tokens: int = 48, repeats: int = 2) -> str:
@@ -27,7 +27,9 @@ def main(prompts: int = 8, group_size: int = 8, max_new_tokens: int = 48, repeat
     rng = np.random.default_rng(0)
     texts = [env.render_prompt(t, mode="multi", m=3)[0]["content"] for t in tasks]
     texts += [env.demonstration(t, mode="multi", m=3, rng=rng) or "" for t in tasks]
-    policy = new_policy(texts * 5, vocab_size=800, hidden_size=64, layers=2, heads=4, seed=0, max_positions=1024)
+    policy = new_policy(
+        texts * 5, ModelSpec(vocab_size=800, hidden_size=64, layers=2, heads=4, max_positions=1024), seed=0
+    )
     rendered = [policy.prompt_text(env.render_prompt(t, mode="multi", m=3)) for t in tasks]
 
     def batched() -> None:

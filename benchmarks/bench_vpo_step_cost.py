@@ -2,7 +2,7 @@
 
 Both methods use the same format (maze-v1, multi, m = 3): the prompts, the sampling, the scoring and the
 loss are the same code; only the set reward and its advantage differ. So the benchmark runs the README's
-command (``apps/train.py model=<SmolLM2> ...``) on each engine with ``method=vpo`` and ``method=multi_rlvr``
+command (``vpo train model=<SmolLM2> ...``) on each engine with ``method=vpo`` and ``method=multi_rlvr``
 (same seed, same settings) and times, inside those runs,
 
 - each RL step (the local engine's ``timing_s/*`` per step; TRL's ``training_step`` wall time), and
@@ -33,14 +33,14 @@ from typing import Any
 
 import numpy as np
 
-from vpo_core.testing import load_script
-
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _train_app() -> Any:
-    """``apps/train.py`` as a module (``main`` is what the README's command runs)."""
-    return load_script(ROOT / "apps" / "train.py", "bench_train_app")
+def _train(argv: list[str]) -> int:
+    """``vpo train`` with `argv` (apps/train.py is its alias): what the README's command runs."""
+    from vpo_core.cli import main
+
+    return main(["train", *argv])
 
 
 class Timer:
@@ -85,12 +85,12 @@ def _run(engine: str, method: str, model: Path, settings: list[str], out: Path) 
         patch(trainer, "compute_advantages", advantage.wrap(trainer.compute_advantages))
         patch(trainer.VPOGRPOTrainer, "training_step", steps.wrap(trainer.VPOGRPOTrainer.training_step))
     try:
-        code = _train_app().main([f"engine={engine}", f"method={method}", f"model={model}", *settings, f"out={out}"])
+        code = _train([f"engine={engine}", f"method={method}", f"model={model}", *settings, f"out={out}"])
     finally:
         for owner, name, value in reversed(patches):
             setattr(owner, name, value)
     if code != 0:
-        raise SystemExit(f"apps/train.py engine={engine} method={method} exited {code}")
+        raise SystemExit(f"vpo train engine={engine} method={method} exited {code}")
     if engine == "local":
         records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines() if line.strip()]
         step_seconds = [sum(v for k, v in r.items() if k.startswith("timing_s/")) for r in records]

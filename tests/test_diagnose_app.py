@@ -1,20 +1,19 @@
-"""apps/diagnose.py: verdicts and the paper's table from saved pools; clear errors."""
+"""``vpo diagnose`` (apps/diagnose.py is its alias): verdicts and the paper's table from saved pools; clear errors."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from vpo_core.cli import main as vpo
 from vpo_core.evaluation import SavedPool, save_pool
-from vpo_core.testing import load_script
-
-APP = Path(__file__).resolve().parents[1] / "apps" / "diagnose.py"
 
 
 def _app():
-    return load_script(APP, "diagnose_app").main
+    return lambda argv: vpo(["diagnose", *argv])
 
 
 def test_app_prints_verdicts_and_table(tmp_path, capsys):
@@ -48,7 +47,8 @@ def test_a_checkpoint_is_sampled_by_the_evaluation_app(tmp_path, capsys, monkeyp
 
     def fake_evaluate(command, check, stdout=None):
         calls.append(command)
-        args = dict(a.split("=", 1) for a in command[2:])
+        assert command[:4] == [sys.executable, "-m", "vpo_core", "eval"]  # `vpo eval` in its own process
+        args = dict(a.split("=", 1) for a in command[4:])
         out = Path(args["out"])
         out.mkdir(parents=True)
         save_pool(out / "pool_run.npy", SavedPool(np.random.default_rng(6).uniform(size=(3, 16, 1, 4)), mode="single"))
@@ -60,7 +60,6 @@ def test_a_checkpoint_is_sampled_by_the_evaluation_app(tmp_path, capsys, monkeyp
     rc = _app()(["env=maze-v1", "grpo=runs/some-grpo-run", f"out={tmp_path}", "evaluate=tasks=3 samples=16"])
     assert rc == 0
     [command] = calls
-    assert command[1].endswith("apps/evaluate.py")
     assert "checkpoints=runs/some-grpo-run" in command
     assert f"out={tmp_path / 'grpo'}" in command
     assert command[-2:] == ["tasks=3", "samples=16"]

@@ -5,7 +5,8 @@ A fenced block preceded by a marker comment is checked:
 - ``<!-- run -->`` before a ```` ```python ```` block: the block runs in a fresh interpreter and must exit 0;
 - ``<!-- run -->`` before a ```` ```bash ```` block: each command runs in a subprocess and must exit 0;
 - ``<!-- parse -->`` before a ```` ```bash ```` block: each command's options are checked by the parser of
-  the command it names (``apps/train.py`` for each engine, ``apps/evaluate.py``, ``apps/search.py``, ``vpo-eval``), without
+  the command it names (``vpo train`` for each engine, ``vpo eval``, ``vpo search``, ``vpo-eval``, and the
+  ``apps/`` aliases of these), without
   training, sampling or contacting a server. Its ``--help`` commands run, since they are cheap.
 
 In both kinds of bash block, setup lines (``uv sync``, ``pip install``, ``hf download``) are skipped, and
@@ -27,11 +28,8 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
-
-from vpo_core.testing import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
@@ -97,15 +95,12 @@ def _run(argv: list[str], where: str) -> None:
     assert done.returncode == 0, f"{where}: {shlex.join(argv)} exited {done.returncode}\n{done.stderr[-3000:]}"
 
 
-def _module(path: Path) -> Any:
-    return load_script(path, f"_docs_{path.stem}")
-
-
 def _parse_train(args: list[str]) -> None:
-    """apps/train.py's options, checked by the chosen engine's parser; nothing is trained or written."""
+    """``vpo train``'s options, checked by the chosen engine's parser; nothing is trained or written."""
+    from vpo_core.cli import split_engine
     from vpo_core.registry import check_env_options
 
-    engine, rest = _module(ROOT / "apps" / "train.py").split_engine(args)
+    engine, rest = split_engine(args)
     if engine == "local":
         from vpo_core.adapters.local.config import parse_overrides
         from vpo_core.adapters.local.train import preflight
@@ -115,7 +110,7 @@ def _parse_train(args: list[str]) -> None:
         from vpo_core.adapters.trl.train import TRLTrainConfig
         from vpo_core.cli_config import parse_config
 
-        config = parse_config(TRLTrainConfig, rest, prog="apps/train.py engine=trl", passthrough={"env": "env_options"})
+        config = parse_config(TRLTrainConfig, rest, prog="vpo train engine=trl", passthrough={"env": "env_options"})
         check_env_options(config.env, config.env_options)
     else:  # veRL: the launcher's own parse and the cell's recipe, without composing veRL's config
         from vpo_core.adapters.verl import launch
@@ -130,6 +125,11 @@ def _parse_train(args: list[str]) -> None:
 def _parse_only(argv: list[str]) -> None:
     words = argv[1:] if argv[0] == sys.executable else argv  # the script's path first
     script, args = Path(words[0]).name, words[1:]
+    if script == "vpo" and args:  # `vpo COMMAND ...`: the command's parse, as its apps/ alias
+        script, args = (
+            {"train": "train.py", "eval": "evaluate.py", "search": "search.py"}.get(args[0], args[0]),
+            args[1:],
+        )
     if script == "train.py":
         _parse_train(args)
     elif script in ("evaluate.py", "vpo-eval"):  # one evaluation command, one parse
@@ -177,7 +177,7 @@ def test_the_commands_each_doc_shows_work(block: Block, tmp_path: Path) -> None:
 def test_every_engine_and_door_has_a_checked_command() -> None:
     """The front page's ways in are all checked: a doc edit that drops a marker fails here."""
     checked = "\n".join(b.code for b in BLOCKS)
-    for needed in ("apps/train.py env=", "engine=trl", "engine=verl", "vpo-eval", "apps/evaluate.py", "gymnasium.make"):
+    for needed in ("vpo train env=", "engine=trl", "engine=verl", "vpo-eval", "vpo eval", "gymnasium.make"):
         assert needed in checked, f"no marked block shows {needed!r}"
 
 
@@ -187,7 +187,9 @@ def test_the_readme_is_a_front_page_with_the_two_commands() -> None:
     first = re.search(r"```bash\n(.*?)```", text, re.S)
     assert first is not None
     commands = [c.split("#")[0].strip() for c in first.group(1).splitlines()]
-    assert commands[1:] == ["uv run apps/train.py", "uv run pytest -q"], commands
+    assert commands[1:] in (["uv run vpo train", "uv run pytest -q"], ["uv run apps/train.py", "uv run pytest -q"]), (
+        commands
+    )
 
 
 def _slug(heading: str) -> str:

@@ -6,10 +6,8 @@ and apps/diagnose.py), the one error policy, and vpo-eval's former ``--flags`` r
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -123,11 +121,9 @@ def test_the_served_model_s_pool_is_the_shared_format_that_diagnose_reads(tmp_pa
     w = env.reward_spec.w_star_array
     assert float(np.mean(pool.rewards[:, :, 0] @ w)) == pytest.approx(row["metrics"]["best@1"])
     capsys.readouterr()
-    spec = importlib.util.spec_from_file_location("diagnose_app", ROOT / "apps" / "diagnose.py")
-    diagnose = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, "diagnose_app", diagnose)  # its config resolves its annotations there
-    spec.loader.exec_module(diagnose)
-    assert diagnose.main(["env=maze-v1", f"vpo={out / row['pool']}", "env.test_size=3", "env.train_size=2"]) == 0
+    from vpo_core.cli import main as vpo
+
+    assert vpo(["diagnose", "env=maze-v1", f"vpo={out / row['pool']}", "env.test_size=3", "env.train_size=2"]) == 0
     assert "| maze-v1 | 4 dims (D=4) |" in capsys.readouterr().out
 
 

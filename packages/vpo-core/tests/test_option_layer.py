@@ -13,7 +13,6 @@ import dataclasses
 import importlib.util
 import re
 import sys
-from pathlib import Path
 from typing import Any, Literal
 
 import pytest
@@ -29,9 +28,6 @@ from vpo_core.cli_config import (
     split_command,
 )
 from vpo_core.env_options import check_fields, check_options, option_types
-from vpo_core.testing import load_script
-
-ROOT = Path(__file__).resolve().parents[3]
 
 # Values each annotation of the apps' configs takes, as OmegaConf read them.
 AGREED: list[tuple[Any, list[str]]] = [
@@ -216,37 +212,30 @@ def _helps() -> dict[str, Any]:
     """Each command's --help, called the way its console script or app calls it."""
     from env_maze.cli import main as maze
     from vpo_core.adapters.local.train import main as local
-
-    def app(name: str) -> Any:
-        return load_script(ROOT / "apps" / f"{name}.py", f"_help_{name}").main
+    from vpo_core.cli import main as vpo
 
     helps = {
         "env-maze score": lambda: maze(["score", "--help"]),
-        "apps/train.py": lambda: local(["--help"]),
-        "apps/diagnose.py": lambda: app("diagnose")(["--help"]),
+        "vpo train": lambda: local(["--help"]),
+        "vpo diagnose": lambda: vpo(["diagnose", "--help"]),
+        "vpo eval": lambda: vpo(["eval", "--help"]),
     }
     if importlib.util.find_spec("vpo_lab") is not None:
         from vpo_lab.experiment import main as experiment
 
         helps["apps/experiment.py"] = lambda: experiment(["--help"])
     if importlib.util.find_spec("vpo_search") is not None:
-        from vpo_search.cli import main as search
-
-        helps["apps/search.py"] = lambda: search(["--help"])
+        helps["vpo search"] = lambda: vpo(["search", "--help"])
     if importlib.util.find_spec("hydra") is not None:
-        from vpo_core.adapters.verl.launch import main as verl
-
-        helps["apps/train.py engine=verl"] = lambda: verl(["--help"])
+        helps["vpo train engine=verl"] = lambda: vpo(["train", "engine=verl", "--help"])
     if sys.version_info >= (3, 11) and importlib.util.find_spec("trl") is not None:
-        from vpo_core.adapters.trl.train import main as trl
-
-        helps["apps/train.py engine=trl"] = lambda: trl(["--help"])
+        helps["vpo train engine=trl"] = lambda: vpo(["train", "engine=trl", "--help"])
     return helps
 
 
 def test_every_command_prints_its_options_in_one_format(capsys):
     helps = _helps()
-    assert {"env-maze score", "apps/train.py", "apps/diagnose.py"} <= set(helps)
+    assert {"env-maze score", "vpo train", "vpo diagnose", "vpo eval"} <= set(helps)
     for prog, show in helps.items():
         assert show() == 0, prog
         text = capsys.readouterr().out

@@ -77,6 +77,27 @@ def test_parse_fills_m_from_the_method_and_checks_once():
     assert AdvantageConfig.parse("max_at_k", options={"k": None}).options == {}  # None is unset
 
 
+def test_from_mapping_reads_the_option_names_once_and_only_the_normalisers_own():
+    block = {
+        "seed": "7",
+        "num_weights": 12,
+        "alpha": "0.5",
+        "std": "unbiased",
+        "eps": "1e-4",
+        "k": 3,
+        "divide_by_n": True,
+    }
+    config = AdvantageConfig.from_mapping(block, method="max_at_k")  # YAML may give numbers as text
+    assert config == AdvantageConfig.parse(
+        "max_at_k", seed=7, num_weights=12, alpha=0.5, std="unbiased", eps=1e-4, options={"k": 3}
+    )
+    assert AdvantageConfig.from_mapping(block, method="maxrl").options == {"divide_by_n": True}
+    assert AdvantageConfig.from_mapping(block, method="vpo", m=2).options == {}  # zscore reads neither
+    assert AdvantageConfig.from_mapping({}, method="vpo") == AdvantageConfig.parse("vpo")  # the defaults
+    with pytest.raises(ValueError, match="std must be one of"):
+        AdvantageConfig.from_mapping({"std": "sample"}, method="grpo")
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [

@@ -156,7 +156,7 @@ def test_a_pool_of_another_env_or_other_tasks_is_refused(tmp_path):
     with pytest.raises(ValueError, match=r"pool_x.npy is a pool without its metadata"):
         resolve_problems(ENV, TASKS, "hardest", [str(bare)], k=30, max_problems=None)
     save_pool(bare, SavedPool(_pool([0, 0, 0, 0]), mode="multi"))  # metadata that names no env
-    with pytest.raises(ValueError, match=r"does not record which env made it.*re-run apps/evaluate.py on lcb-v1"):
+    with pytest.raises(ValueError, match=r"does not record which env made it.*re-run vpo eval on lcb-v1"):
         resolve_problems(ENV, TASKS, "hardest", [str(bare)], k=30, max_problems=None)
     # the same env on other tasks (another split, or other data): the ids differ
     shifted = SavedPool(_pool([0, 0]), mode="multi", env="lcb-v1", task_ids=["lcb-v1/test/1", "lcb-v1/test/2"])

@@ -172,6 +172,37 @@ class AdvantageConfig:
             group_size=run.group_size,
         )
 
+    @classmethod
+    def from_mapping(cls, options: Mapping[str, Any], *, method: str | Method, m: int | None = None) -> AdvantageConfig:
+        """`parse` of options given by name in a mapping (veRL's ``algorithm.vpo`` block): the one reader of it.
+
+        Reads ``seed`` (0), ``num_weights`` (100), ``alpha`` (1.0), ``weight_sampler`` (``"dirichlet"``),
+        ``std`` (``"population"``) and ``eps`` (1e-6), cast from text where YAML gives text, and of the
+        normaliser options only those the method's normaliser reads (``k`` for max_at_k, ``divide_by_n`` for
+        maxrl, ...), so one block serves every method and estimator; other keys are ignored.
+
+        Args:
+            options: The options by name.
+            method: A name of `vpo_core.METHODS`, or its `Method` record.
+            m: Candidates per completion; default the method's.
+
+        Raises:
+            ValueError: As `parse`, or for a value that is not a number where one is needed.
+        """
+        record = get_method(method)
+        reads = [name for name in normalizer_of(record).options if name not in _BATCH_OPTIONS]
+        return cls.parse(
+            record,
+            m=m,
+            seed=int(options.get("seed", 0)),
+            num_weights=int(options.get("num_weights", 100)),
+            alpha=float(options.get("alpha", 1.0)),
+            weight_sampler=str(options.get("weight_sampler", "dirichlet")),
+            std=str(options.get("std", "population")),
+            eps=float(options.get("eps", 1e-6)),
+            options={name: options[name] for name in reads if options.get(name) is not None},
+        )
+
     def check_size(self, *, groups: int, group_size: int, d: int = 1) -> None:
         """Refuse a batch shape whose weight draws and scores would exceed `vpo_core.weights.MAX_DRAW_BYTES`.
 

@@ -395,7 +395,7 @@ def format_help(
 
     Args:
         cls: The config dataclass.
-        prog: The command as the user types it (``env-maze score``, ``apps/train.py engine=verl``).
+        prog: The command as the user types it (``env-maze score``, ``vpo train engine=verl``).
         description: Shown under the usage line.
         passthrough: As `parse_config`'s: each prefix is listed as ``<prefix>.<key>``.
         replay_key: As `parse_config`'s.

@@ -14,35 +14,50 @@ VPO wins best@16 where ρ̄ stays well below 1 and ties where the on-policy comp
 near-collinear. The paper gives no threshold; the verdict uses two cut-offs placed between the
 paper's rows: ρ̄ below `IN_REGIME_BELOW` (0.7) reads "in VPO's regime", at or above
 `COLLINEAR_FROM` (0.9) "near-collinear: effectively scalar", and in between "borderline" (both
-cut-offs are options of apps/diagnose.py). One sharp number cannot separate the rows: a winning
+cut-offs are options of ``vpo diagnose``). One sharp number cannot separate the rows: a winning
 domain's ρ̄ under VPO and a tying domain's under GRPO both fall in the borderline band.
 
 The paper's rows of that table belong to their domains: each env's profile carries its own
 (`vpo_core.profile.CollinearityRow`, with the paper's outcome), and `paper_rows` collects them from
 the installed envs. The verdict cites the rows whose ρ̄ falls in its band, so this module names no domain.
+
+``vpo diagnose`` (`main`, options `DiagnoseConfig`) prints the diagnosis of saved pools or checkpoints:
+
+    vpo diagnose env=<env-id> vpo=runs/eval/x/pool_vpo.npy grpo=runs/eval/x/pool_grpo.npy
+    vpo diagnose env=<env-id> pools=runs/eval/base/pool_base.npy paper=true
+    vpo diagnose env=<env-id> vpo=runs/<env-id>-vpo-seed0 grpo=runs/<env-id>-grpo-seed0 evaluate="tasks=100"
 """
 
 from __future__ import annotations
 
+import json
 import math
+import shlex
+import subprocess
+import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
+from vpo_core.cli_config import option, run_cli
 from vpo_core.evaluation.metrics import best_at_k_of_pool
 from vpo_core.metrics import collinearity
 from vpo_core.profile import CollinearityRow
-from vpo_core.registry import list_envs, resolve_env_class
+from vpo_core.registry import DEFAULT_ENV, list_envs, make, resolve_env_class
 
 __all__ = [
     "COLLINEAR_FROM",
     "IN_REGIME_BELOW",
+    "DiagnoseConfig",
     "PoolDiagnosis",
     "diagnose_pool",
     "format_table",
+    "main",
     "paper_rows",
     "rows_in_band",
     "task_w_stars",
@@ -95,7 +110,7 @@ def _check_pool(rewards: ArrayLike, w_star: ArrayLike) -> tuple[np.ndarray, np.n
     if r.ndim != 4:
         raise ValueError(
             f"a pool must have shape (T prompts, n completions, m candidates, d dims), got {r.shape}; "
-            "apps/evaluate.py writes such pools as pool_<row>.npy."
+            "vpo eval writes such pools as pool_<row>.npy."
         )
     if w.ndim not in (1, 2) or w.shape[-1] != r.shape[-1]:
         raise ValueError(f"pool has {r.shape[-1]} reward dims but w* has shape {w.shape}; is it the right env's pool?")
@@ -274,3 +289,144 @@ def format_table(
         f"{'–' if delta is None else f'{delta:+.3f}'} |"
     )
     return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------ vpo diagnose
+@dataclass
+class DiagnoseConfig:
+    """Options of ``vpo diagnose``."""
+
+    env: str = option(DEFAULT_ENV, "env id: its reward spec gives w* and the dimension names")
+    env_options: dict[str, Any] = option(  # noqa: RUF009 - option() is dataclasses.field with a help text
+        help="env constructor options", default_factory=dict
+    )
+    vpo: str = option("", "pool_*.npy or checkpoint of VPO (the table's VPO column)")
+    grpo: str = option("", "pool_*.npy or checkpoint of GRPO (the table's GRPO column)")
+    pools: str = option("", "further comma-separated pools or checkpoints (diagnosed, not tabled)")
+    evaluate: str = option("", "extra `vpo eval` options for sampling checkpoints, e.g. 'tasks=100 samples=48'")
+    out: str = option("", "where sampled pools go (default runs/diagnose/<UTC time>)")
+    k: int = option(16, "k of best@k (the paper: 16)")
+    in_regime_below: float = option(IN_REGIME_BELOW, "ρ̄ below this: in VPO's regime")
+    collinear_from: float = option(COLLINEAR_FROM, "ρ̄ at or above this: near-collinear, VPO not expected to help")
+    paper: bool = option(False, "also print the paper's five rows")
+
+    def __post_init__(self) -> None:
+        if self.k < 1:
+            raise ValueError(f"k must be >= 1, got {self.k}.")
+        if not 0 <= self.in_regime_below <= self.collinear_from <= 1:
+            raise ValueError("need 0 <= in_regime_below <= collinear_from <= 1.")
+
+
+_DIAGNOSE_HELP = """Will VPO help on this domain? On-policy ρ̄ and best@16 of saved pools, in the paper's table layout.
+
+    vpo diagnose env=<env-id> vpo=runs/eval/x/pool_vpo.npy grpo=runs/eval/x/pool_grpo.npy
+    vpo diagnose env=<env-id> pools=runs/eval/base/pool_base.npy paper=true
+    vpo diagnose env=<env-id> vpo=runs/<env-id>-vpo-seed0 grpo=runs/<env-id>-grpo-seed0 evaluate="tasks=100"
+
+A pool is a ``pool_<row>.npy`` of ``vpo eval``: rewards of shape (T prompts, n completions, m candidates,
+d dims). For each pool this prints ρ̄ (flatten to (N, d), drop zero-variance dims, Pearson, mean of the
+off-diagonal entries: the appendix's recipe), best@16 under the env's w* (the GRPO scalar; k is capped at
+the pool's size per prompt) and a verdict, then the paper's ρ̄-vs-best@16 table with this env's row
+(``vpo=`` and ``grpo=`` fill its two columns; ``paper=true`` adds the paper's rows). ``vpo=``, ``grpo=``
+and ``pools=`` take pool files or checkpoints: a path that does not end in ``.npy`` (or ``.npz``) is
+sampled first by ``vpo eval`` (its own process, the env profile's final-evaluation sampler; ``evaluate=``
+adds its options, e.g. ``evaluate="tasks=100 samples=48"``) into ``out=<dir>/<label>``, and its pool
+(conditioned on w* for goal-conditioned rows) is diagnosed. A base model's pool is enough to ask before
+training. See `vpo_core.diagnose` for the verdict's cut-offs.
+"""
+
+
+def _load(path: str) -> Any:
+    from vpo_core.evaluation import load_pool
+
+    p = Path(path)
+    if not p.is_file():
+        raise SystemExit(f"error: pool file {p} does not exist (`vpo eval` writes pool_<row>.npy to its out=).")
+    return load_pool(p)
+
+
+def _sample(label: str, checkpoint: str, config: DiagnoseConfig) -> str:
+    """Sample `checkpoint` with ``vpo eval`` (``python -m vpo_core eval``) into out/<label>; the path of its pool."""
+    out = Path(config.out or f"runs/diagnose/{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}") / label
+    command = [
+        sys.executable,
+        "-m",
+        "vpo_core",
+        "eval",
+        f"env={config.env}",
+        f"checkpoints={checkpoint}",
+        f"out={out}",
+        *(f"env.{key}={value}" for key, value in config.env_options.items()),
+        *shlex.split(config.evaluate),
+    ]
+    print(f"sampling {checkpoint}: {shlex.join(command)}", file=sys.stderr)
+    if subprocess.run(command, check=False, stdout=sys.stderr).returncode != 0:  # stdout: the diagnosis only
+        raise SystemExit(f"error: `vpo eval` failed on {checkpoint} (its message is above).")
+    rows = json.loads((out / "results.json").read_text())["rows"]  # the schema of docs/evaluation.md
+    files = [r["pool"] for r in rows.values() if r["conditioning"] in (None, "w_star")]
+    if not files:
+        raise SystemExit(f"error: `vpo eval` wrote no pool for {checkpoint} in {out}.")
+    return str(out / files[0])
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``vpo diagnose [key=value ...]``: 0 on success, 2 for bad options or a pool that does not fit the env."""
+    config = run_cli(
+        DiagnoseConfig,
+        None if argv is None else list(argv),
+        prog="vpo diagnose",
+        description=_DIAGNOSE_HELP,
+        passthrough={"env": "env_options"},
+    )
+    if isinstance(config, int):
+        return config
+    env = make(config.env, **config.env_options)
+    spec = env.reward_spec
+    test_tasks = list(env.tasks("test"))
+    named = [("vpo", config.vpo), ("grpo", config.grpo)]
+    named += [(Path(p.strip()).stem.removeprefix("pool_"), p.strip()) for p in config.pools.split(",") if p.strip()]
+    named = [
+        (label, path if path.endswith((".npy", ".npz")) else _sample(label, path, config))
+        for label, path in named
+        if path
+    ]
+    if not named:
+        print("error: give at least one pool: vpo=, grpo= or pools=", file=sys.stderr)
+        return 2
+    results = {}
+    for label, path in named:
+        try:
+            saved = _load(path)
+            pool = saved.rewards
+            if pool.ndim != 4 or pool.shape[0] > len(test_tasks) or pool.shape[-1] != spec.dim:
+                raise ValueError(
+                    f"a pool of shape {pool.shape} is not (T <= {len(test_tasks)} test tasks, n, m, {spec.dim} reward "
+                    f"dims) of {config.env}; is it this env's pool?"
+                )
+            # each task's own w* (the pool's T prompts are the first T test tasks, as `vpo eval` samples them)
+            w_star = task_w_stars(env, test_tasks[: pool.shape[0]], pool.shape[-1])
+            results[label] = d = diagnose_pool(label, pool, w_star, k=config.k, mode=saved.mode)
+        except ValueError as error:
+            print(f"error: {path}: {error}", file=sys.stderr)
+            return 2
+        dropped = [spec.names[i] for i in range(spec.dim) if i not in d.kept_dims]
+        print(f"{label}: pool {d.shape[0]}×{d.shape[1]}×{d.shape[2]}×{d.shape[3]} ({path})")
+        print(
+            f"  ρ̄ = {d.rho:.3f} over {[spec.names[i] for i in d.kept_dims]}"
+            + (f", constant: {dropped}" if dropped else "")
+        )
+        per_task = any(env.spec_for(t).w_star != spec.w_star for t in test_tasks[: d.shape[0]])
+        weights = "each task's own" if per_task else str(tuple(spec.w_star))
+        print(f"  best@{d.k} (w* = {weights}) = {d.best_at_k:.3f}")
+        print(f"  {verdict(d.rho, in_regime_below=config.in_regime_below, collinear_from=config.collinear_from)}")
+    print()
+    print(
+        format_table(
+            config.env,
+            f"{spec.dim} dims (D={spec.dim})",
+            results.get("vpo"),
+            results.get("grpo"),
+            with_paper=config.paper,
+        )
+    )
+    return 0

@@ -6,7 +6,7 @@
 
 A completions file is JSON lines ``{"index": <task index>, "completion": "<text>"}``; several
 lines per index form that task's pool (iid samples in single mode, chains in multi mode). ``score``
-reports the paper's pool metrics with the same code as ``apps/evaluate.py`` (`vpo_core.evaluation.metrics`):
+reports the paper's pool metrics with the same code as ``vpo eval`` (`vpo_core.evaluation.metrics`):
 best@k, pass@k, E_w[best@k], best@k of the env's ``profile.report_dims``, diversity and ρ̄.
 
 Options are ``key=value`` and the env's own options ``env.KEY=VALUE`` (checked against the env's config

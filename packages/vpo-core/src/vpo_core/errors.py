@@ -1,7 +1,7 @@
 """The project's user-error types: what a command reports as one line instead of a traceback.
 
 A user error is a problem with what the user gave (an option, a file or directory, data that is not
-there) whose message names the problem and the fix. The engines' entry points (``apps/train.py`` for
+there) whose message names the problem and the fix. The engines' entry points (``vpo train`` for
 every engine) catch `UserError` only: any other exception, a ``ValueError`` raised deep inside a run
 included, is a bug or an unexpected failure and propagates with its traceback.
 

@@ -31,7 +31,7 @@ __all__ = [
 
 ENTRY_POINT_GROUP = "vpo.envs"
 DEFAULT_ENV = "maze-v1"
-"""The env of the embedded default run (``uv run apps/train.py`` with no arguments) and the apps' default
+"""The env of the embedded default run (``uv run vpo train`` with no arguments) and the apps' default
 ``env=``: the one env id in vpo-core's code, a choice of the project, not a rule of the protocol."""
 _VERSIONED = re.compile(r"^(?P<name>.+)-v(?P<version>\d+)$")
 logger = logging.getLogger(__name__)

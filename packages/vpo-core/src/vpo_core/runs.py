@@ -1,6 +1,6 @@
 """`RunDir`: the one definition of a run directory's layout, shared by training and evaluation.
 
-``apps/train.py`` writes it and ``apps/evaluate.py`` reads it, both only through this class (the TRL
+``vpo train`` writes it and ``vpo eval`` reads it, both only through this class (the TRL
 engine names its run by the same `model_digest`).
 
 Layout::
@@ -11,7 +11,7 @@ Layout::
     warmup/            model/, state.pt, manifest.json: a warm-up in progress (removed once init_model is saved)
     init_model/        the warm-started (or given) model: the RL reference; its weights' digest is the run id
     checkpoint/        model/ (save_pretrained), state.pt (optimizer, step), manifest.json (step, run id)
-    token_budget.json  the token budget per completion of RL and evaluation (apps/evaluate.py reuses it)
+    token_budget.json  the token budget per completion of RL and evaluation (vpo eval reuses it)
     eval_<name>.json   evaluation metrics of one model (``init``, ``final``), tagged with that model's digest
                        and the settings it was evaluated with
     report.md, report.json, training.png, best_at_k.png
@@ -311,7 +311,7 @@ class RunDir:
         return self.path / "token_budget.json"
 
     def write_token_budget(self, max_new_tokens: int) -> None:
-        """Record the run's resolved token budget (apps/evaluate.py evaluates its checkpoints with it)."""
+        """Record the run's resolved token budget (vpo eval evaluates its checkpoints with it)."""
         self.path.mkdir(parents=True, exist_ok=True)
         _write_atomic(self.token_budget_file, json.dumps({"max_new_tokens": int(max_new_tokens)}))
 

@@ -1,4 +1,4 @@
-"""apps/evaluate.py (the evaluation command) on CPU: the transformers backend, goal conditionings, thinking off,
+"""``vpo eval`` (the evaluation command) on CPU: the transformers backend, goal conditionings, thinking off,
 resume and the sample log of a local model, one results schema for every backend, an OpenAI-compatible endpoint.
 
 The model is a tiny locally built one whose chat template prints ``<|nothink|>`` when the template is
@@ -10,7 +10,6 @@ prompt text shows whether the env's ``chat_template_kwargs`` were applied. The e
 from __future__ import annotations
 
 import json
-import runpy
 import socket
 from pathlib import Path
 
@@ -19,9 +18,10 @@ import pytest
 
 import vpo_core
 from vpo_core import goal_suffix
+from vpo_core.cli import main as vpo
 from vpo_core.evaluation import evaluate_policy, goal_weights_for_eval, load_pool
 from vpo_core.http_json import JsonHandler, ServerThread
-from vpo_core.models.policy import CHAT_TEMPLATE, Policy, new_policy
+from vpo_core.models.policy import CHAT_TEMPLATE, ModelSpec, Policy, new_policy
 from vpo_core.models.settings import SamplingSettings
 
 ROOT = Path(__file__).resolve().parents[4]
@@ -32,7 +32,8 @@ MAZE = ["env=maze-v1", "env.test_size=2", "env.train_size=2", "progress=false"]
 
 
 def _app():
-    return runpy.run_path(str(ROOT / "apps" / "evaluate.py"), run_name="evaluate_app")["main"]
+    """``vpo eval`` (apps/evaluate.py and vpo-eval are the same command), called with its arguments."""
+    return lambda argv: vpo(["eval", *argv])
 
 
 SCHEMA = ROOT / "packages" / "vpo-core" / "src" / "vpo_core" / "evaluation" / "results.schema.json"
@@ -61,7 +62,9 @@ def model_dir(tmp_path_factory):
     env = vpo_core.make("maze-v1", train_size=4, test_size=2)
     texts = [env.render_prompt(t, mode="multi", m=3)[0]["content"] for t in env.tasks("train")]
     texts += [env.reference_completion(t, mode="multi", m=3) for t in env.tasks("train")]
-    policy = new_policy(texts * 3, vocab_size=300, hidden_size=16, layers=1, heads=2, seed=0, max_positions=4096)
+    policy = new_policy(
+        texts * 3, ModelSpec(vocab_size=300, hidden_size=16, layers=1, heads=2, max_positions=4096), seed=0
+    )
     policy.tokenizer.chat_template = TEMPLATE
     path = tmp_path_factory.mktemp("model") / "tiny"
     policy.save(path)

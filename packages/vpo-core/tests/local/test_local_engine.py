@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import runpy
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +14,7 @@ from vpo_core.adapters.local.config import parse_overrides
 from vpo_core.adapters.local.loss import actor_loss
 from vpo_core.adapters.local.train import main as train_main
 from vpo_core.adapters.local.train import run
+from vpo_core.cli import main as vpo
 from vpo_core.models.policy import build_tokenizer, load_policy
 
 ROOT = Path(__file__).resolve().parents[4]
@@ -199,11 +199,16 @@ def test_bad_input_messages(tmp_path, capsys):
     assert "m must be >= 2" in capsys.readouterr().err
 
 
+def _vpo_eval(argv: list[str]) -> int:
+    """``vpo eval`` (apps/evaluate.py is its alias) with `argv`."""
+    return vpo(["eval", *argv])
+
+
 # ------------------------------------------------------------------------------ evaluate.py
 def test_evaluate_app_writes_table_and_plot(tmp_path, tiny):
     run_dir = tmp_path / "run"
     run(parse_overrides([*tiny, "steps=1", f"out={run_dir}"]))
-    evaluate = runpy.run_path(str(ROOT / "apps" / "evaluate.py"), run_name="evaluate_app")["main"]
+    evaluate = _vpo_eval
     out = tmp_path / "eval"
     code = evaluate([f"checkpoints={run_dir},{run_dir}@init", "tasks=3", "samples=6", f"out={out}"])
     assert code == 0
@@ -227,7 +232,7 @@ def test_kept_steps_are_snapshots_that_evaluate_reads(tmp_path, tiny, capsys):
     run(parse_overrides([*tiny, "steps=3", "save_every=10", f"out={plain}"]))
     for key, value in _params(plain / "checkpoint" / "model").items():
         torch.testing.assert_close(value, final[key], rtol=0, atol=0)
-    evaluate = runpy.run_path(str(ROOT / "apps" / "evaluate.py"), run_name="evaluate_app")["main"]
+    evaluate = _vpo_eval
     out = tmp_path / "eval"
     assert evaluate([f"checkpoints={run_dir}@step1", "tasks=2", "samples=3", f"out={out}", "progress=false"]) == 0
     assert "| run@step1 | multi, 3 |" in (out / "table.md").read_text()
@@ -240,14 +245,16 @@ def test_kept_steps_are_snapshots_that_evaluate_reads(tmp_path, tiny, capsys):
 # ----------------------------------------------------------------------------------- warm-up
 def test_supervised_warm_up_reduces_loss():
     from vpo_core.adapters.local.warmup import warm_up
-    from vpo_core.models.policy import new_policy
+    from vpo_core.models.policy import ModelSpec, new_policy
 
     env = vpo_core.make("maze-v1", train_size=8, test_size=2)
     tasks = env.tasks("train")
     rng = np.random.default_rng(0)
     texts = [env.render_prompt(t, mode="single", m=1)[0]["content"] for t in tasks]
     texts += [env.demonstration(t, mode="single", m=1, rng=rng) for t in tasks]
-    policy = new_policy(texts * 5, vocab_size=400, hidden_size=32, layers=1, heads=2, seed=0, max_positions=1024)
+    policy = new_policy(
+        texts * 5, ModelSpec(vocab_size=400, hidden_size=32, layers=1, heads=2, max_positions=1024), seed=0
+    )
     losses = warm_up(policy, env, tasks, mode="single", m=1, steps=40, batch_size=4, lr=3e-3, seed=0)
     assert len(losses) == 40
     assert np.mean(losses[-5:]) < 0.7 * np.mean(losses[:5])

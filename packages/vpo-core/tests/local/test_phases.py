@@ -64,7 +64,7 @@ def test_token_budget_is_the_profiles_capped_by_demonstrations(tmp_path, monkeyp
 def test_warm_up_builds_examples_only_through_env_demonstration(monkeypatch):
     import vpo_core
     from vpo_core.adapters.local.warmup import warm_up
-    from vpo_core.models.policy import new_policy
+    from vpo_core.models.policy import ModelSpec, new_policy
 
     env = vpo_core.make("maze-v1", train_size=10, test_size=1)
     tasks = env.tasks("train")
@@ -77,7 +77,7 @@ def test_warm_up_builds_examples_only_through_env_demonstration(monkeypatch):
 
     monkeypatch.setattr(type(env), "demonstration", spy)
     texts = [env.demonstration(t, mode="multi", m=3, rng=np.random.default_rng(0)) for t in tasks]
-    policy = new_policy(texts, vocab_size=400, hidden_size=32, layers=1, heads=2, seed=0, max_positions=1024)
+    policy = new_policy(texts, ModelSpec(vocab_size=400, hidden_size=32, layers=1, heads=2, max_positions=1024), seed=0)
     calls.clear()
     warm_up(policy, env, tasks, mode="multi", m=3, steps=2, batch_size=3, lr=1e-3, seed=0)
     assert calls == [("multi", 3, True)] * 6

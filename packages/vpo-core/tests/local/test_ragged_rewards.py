@@ -14,7 +14,7 @@ from vpo_core.adapters.local.config import parse_overrides
 from vpo_core.adapters.local.rl import Rollouts, rl_step, rollout_advantages, sample_rollouts, score_rollouts
 from vpo_core.advantages import AdvantageConfig, compute_advantages, normalize_scalars, rollout_scalars
 from vpo_core.batch import RolloutBatch, score_groups
-from vpo_core.models.policy import new_policy
+from vpo_core.models.policy import ModelSpec, new_policy
 from vpo_core.models.settings import SamplingSettings
 
 LCB_DATA = Path(__file__).resolve().parents[3] / "env-lcb" / "tests" / "data" / "deepcoder"
@@ -54,7 +54,10 @@ class RaggedEnv(TextEnv):
 
 def _policy(texts, positions=512):
     return new_policy(
-        texts * 4, vocab_size=300, hidden_size=16, layers=1, heads=2, seed=0, max_positions=positions, device="cpu"
+        texts * 4,
+        ModelSpec(vocab_size=300, hidden_size=16, layers=1, heads=2, max_positions=positions),
+        seed=0,
+        device="cpu",
     )
 
 

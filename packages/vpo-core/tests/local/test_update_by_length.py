@@ -19,7 +19,7 @@ import torch
 
 from vpo_core.adapters.local.config import TrainConfig
 from vpo_core.adapters.local.rl import Rollouts, length_buckets, update_policy
-from vpo_core.models.policy import new_policy
+from vpo_core.models.policy import ModelSpec, new_policy
 
 TEXTS = ["go left then right", "UP DOWN LEFT RIGHT <route_1> </route_1>", "a maze of 9 by 9 cells"] * 4
 
@@ -52,7 +52,7 @@ def _update(split: bool, policy, rollouts, advantages, config):
 
 
 def test_an_update_in_length_parts_equals_the_padded_update():
-    policy = new_policy(TEXTS, vocab_size=300, hidden_size=32, layers=2, heads=2, seed=0, max_positions=128)
+    policy = new_policy(TEXTS, ModelSpec(vocab_size=300, hidden_size=32, layers=2, heads=2, max_positions=128), seed=0)
     policy.model.double()  # see the module docstring: the claim at a precision every machine reaches
     rollouts = _rollouts(policy)
     advantages = np.random.default_rng(1).normal(size=(3, 4))

@@ -18,7 +18,7 @@ import vpo_core
 from vpo_core.adapters.local.config import parse_overrides
 from vpo_core.adapters.local.warmup import completion_loss, shared_completion_loss, warm_up
 from vpo_core.errors import ConfigError
-from vpo_core.models.policy import new_policy
+from vpo_core.models.policy import ModelSpec, new_policy
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "model_support"))
 from tiny_models import assert_close_to_scale, sharp_tiny_policy
@@ -90,7 +90,9 @@ def _maze_policy(env):
     rng = np.random.default_rng(0)
     texts = [env.render_prompt(t, mode="single", m=1)[0]["content"] for t in tasks]
     texts += [env.demonstration(t, mode="single", m=1, rng=rng) for t in tasks]
-    return new_policy(texts * 3, vocab_size=400, hidden_size=32, layers=1, heads=2, seed=0, max_positions=1024)
+    return new_policy(
+        texts * 3, ModelSpec(vocab_size=400, hidden_size=32, layers=1, heads=2, max_positions=1024), seed=0
+    )
 
 
 def test_warm_up_draws_each_task_demos_per_task_times_and_trains_on_them():

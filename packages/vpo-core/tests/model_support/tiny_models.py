@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from vpo_core.models.policy import Policy, new_policy
+from vpo_core.models.policy import ModelSpec, Policy, new_policy
 
 TEXTS = ["go left then right", "UP DOWN LEFT RIGHT <route_1> </route_1>", "a maze of 9 by 9 cells"] * 4
 """The tokenizer's training texts (and handy prompts)."""
@@ -16,7 +16,7 @@ TEXTS = ["go left then right", "UP DOWN LEFT RIGHT <route_1> </route_1>", "a maz
 def sharp_tiny_policy() -> Policy:
     """A tiny random model whose next-token distribution depends strongly on the context (large weights),
     so a prompt's cache reaching the wrong rows changes what is sampled and the loss."""
-    policy = new_policy(TEXTS, vocab_size=300, hidden_size=32, layers=2, heads=2, seed=0, max_positions=128)
+    policy = new_policy(TEXTS, ModelSpec(vocab_size=300, hidden_size=32, layers=2, heads=2, max_positions=128), seed=0)
     with torch.no_grad():
         for name, parameter in policy.model.named_parameters():
             if "norm" not in name:

@@ -15,7 +15,7 @@ import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
 from vpo_core.models import decode
-from vpo_core.models.policy import Policy, new_policy
+from vpo_core.models.policy import ModelSpec, Policy, new_policy
 
 TEXTS = ["go left then right", "UP DOWN LEFT RIGHT <route_1> </route_1>", "a maze of 9 by 9 cells"] * 4
 PROMPTS = ["go left", "a maze of 9 by 9 cells then go", "UP"]  # different lengths: left padding
@@ -23,7 +23,7 @@ PROMPTS = ["go left", "a maze of 9 by 9 cells then go", "UP"]  # different lengt
 
 def _policy(kv_heads: int = 2) -> Policy:
     """A tiny random model whose next token depends strongly on its context (large weights)."""
-    policy = new_policy(TEXTS, vocab_size=300, hidden_size=32, layers=2, heads=2, seed=0, max_positions=128)
+    policy = new_policy(TEXTS, ModelSpec(vocab_size=300, hidden_size=32, layers=2, heads=2, max_positions=128), seed=0)
     if kv_heads != 2:  # grouped-query attention: rebuild the model with fewer key/value heads
         config = policy.model.config
         config.num_attention_heads, config.num_key_value_heads = 4, kv_heads

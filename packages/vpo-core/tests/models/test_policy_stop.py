@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import vpo_core
-from vpo_core.models.policy import answer_stops, new_policy
+from vpo_core.models.policy import ModelSpec, answer_stops, new_policy
 
 TEXTS = ["go left then right", "UP DOWN LEFT RIGHT <route_1> </route_1>", "a maze of 9 by 9 cells"] * 4
 
@@ -16,7 +16,7 @@ def _sample(policy):
 
 
 def test_a_stop_string_ends_the_sample_after_its_first_occurrence_and_changes_nothing_before_it():
-    policy = new_policy(TEXTS, vocab_size=300, hidden_size=32, layers=2, heads=2, seed=0, max_positions=128)
+    policy = new_policy(TEXTS, ModelSpec(vocab_size=300, hidden_size=32, layers=2, heads=2, max_positions=128), seed=0)
     pad = policy.tokenizer.pad_token_id
     free_texts, _, free = _sample(policy)
     lengths = (free != pad).sum(dim=1)
@@ -64,7 +64,7 @@ def test_envs_without_a_fixed_answer_end_do_not_stop():
 def test_continuing_the_long_tail_alone_samples_what_one_pass_samples(stop_row):
     """Greedy sampling (T -> 0) is deterministic, so sampling in two passes (every row up to `tail_after`
     tokens, then the rows still writing) must give one pass's tokens exactly, stops across the seam included."""
-    policy = new_policy(TEXTS, vocab_size=300, hidden_size=32, layers=2, heads=2, seed=0, max_positions=128)
+    policy = new_policy(TEXTS, ModelSpec(vocab_size=300, hidden_size=32, layers=2, heads=2, max_positions=128), seed=0)
     with torch.no_grad():  # large weights: the next token depends on the whole context, not a repeated one
         for name, parameter in policy.model.named_parameters():
             if "norm" not in name:
@@ -96,7 +96,7 @@ def test_every_eos_the_model_declares_ends_a_sample_and_the_pad_never_does():
     """A chat model's end of turn is not always its tokenizer's EOS (the GGUF-converted SmolLM2 names
     <|im_start|>; Llama 3 and Qwen declare several): each id of the generation config ends a sample,
     as the tokenizer's does, and is kept as its last token; the pad token is never one."""
-    policy = new_policy(TEXTS, vocab_size=300, hidden_size=32, layers=2, heads=2, seed=0, max_positions=128)
+    policy = new_policy(TEXTS, ModelSpec(vocab_size=300, hidden_size=32, layers=2, heads=2, max_positions=128), seed=0)
     pad, eos = policy.tokenizer.pad_token_id, policy.tokenizer.eos_token_id
     _, _, free = _sample(policy)
     first = free[0].tolist()
@@ -113,3 +113,19 @@ def test_every_eos_the_model_declares_ends_a_sample_and_the_pad_never_does():
         assert sum(t in (eos, other) for t in row[:length]) <= 1
     assert ended[0, at].item() == other
     assert (ended[0, at + 1 :] == pad).all()  # the first sample ended at the declared end of turn
+
+
+def test_the_model_spec_sizes_the_default_model_and_refuses_bad_sizes():
+    from vpo_core.adapters.local.config import parse_overrides
+    from vpo_core.errors import ConfigError
+
+    config = parse_overrides(["hidden_size=32", "layers=1", "heads=2", "vocab_size=300"])
+    spec = ModelSpec.from_run(config, max_positions=64)
+    assert spec == ModelSpec(vocab_size=300, hidden_size=32, layers=1, heads=2, max_positions=64)
+    model = new_policy(TEXTS, spec, seed=0).model.config
+    assert (model.hidden_size, model.num_hidden_layers, model.num_attention_heads) == (32, 1, 2)
+    assert (model.intermediate_size, model.max_position_embeddings) == (128, 64)
+    with pytest.raises(ConfigError, match="heads must divide hidden_size"):
+        ModelSpec(vocab_size=300, hidden_size=32, layers=1, heads=3)
+    with pytest.raises(ConfigError, match="layers must be >= 1"):
+        ModelSpec(vocab_size=300, hidden_size=32, layers=0, heads=2)

@@ -9,7 +9,6 @@ attributes vLLM's `CompletionOutput` is read for (`index`, `token_ids`).
 from __future__ import annotations
 
 import importlib.util
-import runpy
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -34,8 +33,9 @@ def test_backend_choice():
 def test_vllm_backend_without_vllm_names_the_fix(tmp_path, capsys):
     with pytest.raises(ValueError, match="uv sync --group vllm"):
         choose_backend("vllm", "cuda")
-    evaluate = runpy.run_path(str(ROOT / "apps" / "evaluate.py"), run_name="evaluate_app")["main"]
-    assert evaluate([f"checkpoints={tmp_path}", "backend=vllm", "mode=single"]) == 2
+    from vpo_core.cli import main as vpo
+
+    assert vpo(["eval", f"checkpoints={tmp_path}", "backend=vllm", "mode=single"]) == 2
     errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error: ")]
     assert len(errors) == 1
     assert "uv sync --group vllm" in errors[0]

@@ -27,7 +27,6 @@ from vpo_core.models.chat import render_chat
 from vpo_core.models.openai import VLLM_ONLY_FIELDS, EndpointError, OpenAISampler
 from vpo_core.models.policy import load_policy, load_tokenizer
 from vpo_core.models.settings import SamplingSettings
-from vpo_core.testing import load_script
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[3]
@@ -131,8 +130,11 @@ class FakeVllm(ServerThread):
         self.start()
 
 
-def _app(name):
-    return load_script(ROOT / "apps" / f"{name}.py", f"realmodel_{name}_app").main
+def _app(command):
+    """``vpo <command>`` (the apps/ scripts are its aliases), called with its arguments."""
+    from vpo_core.cli import main as vpo
+
+    return lambda argv: vpo([command, *argv])
 
 
 # ------------------------------------------------------------------------------------ stopping
@@ -277,7 +279,7 @@ def test_evaluate_and_diagnose_give_the_same_reward_vector(runs, models, env, ki
     run, _, _ = runs[kind]
     expected = _expected(env, kind)  # (T, m, d)
     local = tmp_path / "local"
-    assert _app("evaluate")([f"env={ENV}", f"checkpoints={run}", f"out={local}", "progress=false"]) == 0
+    assert _app("eval")([f"env={ENV}", f"checkpoints={run}", f"out={local}", "progress=false"]) == 0
     row = json.loads((local / "results.json").read_text())["rows"]["vpo"]
     assert row["settings"]["max_new_tokens"] == 30  # the run's own budget, not the profile's 40
     assert row["missing_completions"] == 0
@@ -289,7 +291,7 @@ def test_evaluate_and_diagnose_give_the_same_reward_vector(runs, models, env, ki
     try:
         served = tmp_path / "served"
         args = [f"env={ENV}", f"base_url={server.base_url}", "method=vpo", "m=2", f"tokenizer={models[kind][0]}"]
-        assert _app("evaluate")([*args, f"out={served}", "progress=false", "max_new_tokens=30"]) == 0
+        assert _app("eval")([*args, f"out={served}", "progress=false", "max_new_tokens=30"]) == 0
     finally:
         server.close()
     np.testing.assert_array_equal(np.load(served / "pool_tiny.npy"), pool)

@@ -22,8 +22,6 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from vpo_core.testing import load_script
-
 pytestmark = [pytest.mark.real_model, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[4]
@@ -49,9 +47,11 @@ DEFAULT_MODEL = {  # the engine's own small model, as small as it gets
 }
 
 
-def _train_app():
-    """``apps/train.py`` as a module (its ``main`` is what the command runs)."""
-    return load_script(ROOT / "apps" / "train.py", "smollm2_train_app")
+def _train(argv: list[str]) -> int:
+    """``vpo train`` (apps/train.py is its alias) with `argv`: the command the README shows."""
+    from vpo_core.cli import main as vpo
+
+    return vpo(["train", *argv])
 
 
 def _records(path: Path) -> list[dict]:
@@ -90,9 +90,9 @@ def local_runs(smollm2, tmp_path_factory):
     root = tmp_path_factory.mktemp("local")
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(Policy, "generate_with_log_probs", recording)
-        code = _train_app().main([f"model={smollm2}", *TINY, f"out={root / 'real'}"])
+        code = _train([f"model={smollm2}", *TINY, f"out={root / 'real'}"])
     assert code == 0
-    default = _train_app().main([*TINY, *DEFAULT_MODEL["local"], f"out={root / 'default'}"])
+    default = _train([*TINY, *DEFAULT_MODEL["local"], f"out={root / 'default'}"])
     assert default == 0
     return root / "real", root / "default", calls
 
@@ -153,9 +153,9 @@ def trl_runs(smollm2, tmp_path_factory):
     root = tmp_path_factory.mktemp("trl")
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(VPOGRPOTrainer, "_compute_loss", recording)
-        code = _train_app().main(["engine=trl", f"model={smollm2}", *TINY, f"out={root / 'real'}"])
+        code = _train(["engine=trl", f"model={smollm2}", *TINY, f"out={root / 'real'}"])
     assert code == 0
-    default = _train_app().main(["engine=trl", *TINY, *DEFAULT_MODEL["trl"], f"out={root / 'default'}"])
+    default = _train(["engine=trl", *TINY, *DEFAULT_MODEL["trl"], f"out={root / 'default'}"])
     assert default == 0
     return root / "real", root / "default", seen
 

@@ -352,7 +352,7 @@ def test_an_unexpected_value_error_is_a_traceback_not_a_one_line_message(monkeyp
 def test_help_lists_every_own_key(capsys):
     assert main(["--help"]) == 0
     text = capsys.readouterr().out
-    assert text.startswith("usage: apps/train.py engine=verl [key=value ...] [section.key=value ...] [--dry-run]")
+    assert text.startswith("usage: vpo train engine=verl [key=value ...] [section.key=value ...] [--dry-run]")
     rows = {line.split()[0] for line in text.splitlines() if line.startswith("  ") and not line.startswith("    ")}
     own = {f.name for f in dataclasses.fields(LaunchConfig)} - {"env_options", "verl_overrides", "dry_run"}
     assert own | {"--dry-run", "env.<key>", "section.key"} == rows

@@ -74,3 +74,25 @@ def test_an_empty_batch_is_refused(name):
     rewards, mask = torch.zeros(0, 5), torch.zeros(0, 5)
     with pytest.raises(ValueError, match="at least one rollout"):
         ESTIMATORS[name](token_level_rewards=rewards, response_mask=mask, index=np.array([], dtype=object), config=None)
+
+
+def test_one_advantage_config_is_read_from_the_block_for_the_reward_manager_and_each_estimator():
+    from vpo_core.adapters.verl.options import advantage_config, normalizer_config, vpo_block
+
+    algorithm = OmegaConf.create({"vpo": {"seed": 3, "num_weights": 8, "alpha": 0.5, "k": 2, "std": "unbiased"}})
+    block = vpo_block(algorithm)
+    manager = advantage_config(block, method="vpo")  # what the reward manager scores with
+    assert (manager.seed, manager.num_weights, manager.alpha, manager.std) == (3, 8, 0.5, "unbiased")
+    assert advantage_config(block, method="vpo") is manager  # parsed once per (method, m, block)
+    assert normalizer_config(block, "max_at_k").options == {"k": 2}
+    assert normalizer_config(block, "zscore").std == "unbiased"
+    scores = np.array([0.1, 0.5, 0.3, 0.9, 0.0, 0.2, 0.2, 0.6])
+    (unbiased, _), _ = _call("grpo_pop", scores, {"std": "unbiased"})
+    (population, _), _ = _call("grpo_pop", scores, {})
+    torch.testing.assert_close(unbiased * np.sqrt(4 / 3), population)  # G = 4: the std the block names is used
+
+
+@pytest.mark.parametrize("name", sorted(ESTIMATORS))
+def test_a_bad_std_is_refused_by_every_estimator(name):
+    with pytest.raises(ValueError, match="std must be one of"):
+        _call(name, np.array([0.1, 0.5, 0.3, 0.9]), {"std": "sample"})

@@ -1,4 +1,4 @@
-"""The search command line behind ``apps/search.py``."""
+"""The search command line behind ``vpo search``."""
 
 from __future__ import annotations
 

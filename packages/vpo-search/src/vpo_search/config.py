@@ -16,7 +16,7 @@ COMMANDS = ("run", "report", "select")
 class SearchConfig:
     """Everything a search run depends on (the defaults are the paper's case study).
 
-    Problems: ``problems=hardest`` picks, from the saved pools of `apps/evaluate.py` (``pools=``: pool
+    Problems: ``problems=hardest`` picks, from the saved pools of `vpo eval` (``pools=``: pool
     files or evaluation directories, one per arm), the tasks on which every arm scores 0 at
     best@``hardest_k``, keeping the first ``max_problems``; or give task indices or ids
     (``problems=[3,17]`` or ``problems=3,17``), or ``problems=all``.
@@ -43,7 +43,7 @@ class SearchConfig:
     split: str = option("test", "the split whose problems are searched")
     problems: str = option("hardest", "hardest (from pools=), all, or task indices or ids: 3,17")
     pools: list[str] = option(  # noqa: RUF009 - option() is dataclasses.field with a help text
-        default_factory=list, help="saved pools of apps/evaluate.py, one per arm (pool files or evaluation directories)"
+        default_factory=list, help="saved pools of vpo eval, one per arm (pool files or evaluation directories)"
     )
     hardest_k: int = option(30, "problems=hardest keeps the tasks every arm misses at best@hardest_k")
     max_problems: int | None = option(32, "keep the first max_problems selected problems (null: all)")
@@ -123,15 +123,15 @@ USAGE = """Test-time search: OpenEvolve with a served checkpoint on an env's har
 
     uv sync --inexact --group search      # OpenEvolve (not in the default install)
     vllm serve runs/lcb-vpo/hf --served-model-name vpo --port 8000 --max-model-len 16384
-    uv run apps/search.py select env.data_dir=DATA pools=results/eval       # which problems
-    uv run apps/search.py arm=vpo base_url=http://127.0.0.1:8000/v1 env.data_dir=DATA pools=results/eval
-    uv run apps/search.py arm=grpo base_url=http://127.0.0.1:8001/v1 env.data_dir=DATA pools=results/eval
-    uv run apps/search.py report          # JSON and figure of every arm under out= (default results/search)
+    uv run vpo search select env.data_dir=DATA pools=results/eval       # which problems
+    uv run vpo search arm=vpo base_url=http://127.0.0.1:8000/v1 env.data_dir=DATA pools=results/eval
+    uv run vpo search arm=grpo base_url=http://127.0.0.1:8001/v1 env.data_dir=DATA pools=results/eval
+    uv run vpo search report          # JSON and figure of every arm under out= (default results/search)
 
 Commands: run (the default) searches, select writes the chosen problems, report summarises every arm.
 Re-running the same command continues every unfinished search."""
 
-PROG = "apps/search.py [run|select|report]"
+PROG = "vpo search [run|select|report]"
 
 
 def parse_args(argv: list[str]) -> tuple[str, SearchConfig]:

@@ -18,7 +18,7 @@ __all__ = ["check_pool_source", "hardest_problems", "load_pools", "pool_best_at_
 
 
 def load_pools(paths: Sequence[str | os.PathLike[str]]) -> dict[str, SavedPool]:
-    """The candidate pools saved by ``apps/evaluate.py`` (``pool_<name>.npy``, shape (T, n, m, d)).
+    """The candidate pools saved by ``vpo eval`` (``pool_<name>.npy``, shape (T, n, m, d)).
 
     Args:
         paths: Pool files (``.npy`` or ``.npz``), or evaluation directories (every ``pool_*.npy`` in them).
@@ -35,7 +35,7 @@ def load_pools(paths: Sequence[str | os.PathLike[str]]) -> dict[str, SavedPool]:
         path = Path(raw)
         files = sorted(path.glob("pool_*.npy")) if path.is_dir() else [path]
         if not files or not all(f.is_file() for f in files):
-            raise FileNotFoundError(f"{path}: no pool_*.npy found; pass the pools apps/evaluate.py saved (out=).")
+            raise FileNotFoundError(f"{path}: no pool_*.npy found; pass the pools vpo eval saved (out=).")
         for file in files:
             name = str(file.resolve())
             if name in pools:
@@ -81,7 +81,7 @@ def check_pool_source(env: SearchableEnv, tasks: Sequence[Task[Any]], pool: Save
     A pool's rows are matched to the split's tasks by position, so a pool of another env (or of the
     same env on other data or another split) would select problems by someone else's scores. The pool's
     metadata (`vpo_core.evaluation.SavedPool`: ``env``, ``task_ids``, ``reward_names``, written by
-    ``apps/evaluate.py``) must name this env and the split's first T tasks in order; a pool whose
+    ``vpo eval``) must name this env and the split's first T tasks in order; a pool whose
     metadata names no env cannot be checked and is refused too.
 
     Args:
@@ -97,12 +97,12 @@ def check_pool_source(env: SearchableEnv, tasks: Sequence[Task[Any]], pool: Save
     if pool.env is None:
         raise ValueError(
             f"pool {name} does not record which env made it (its metadata has no env); re-run "
-            f"apps/evaluate.py on {expected} to save it with its metadata, or pass problems= explicitly."
+            f"vpo eval on {expected} to save it with its metadata, or pass problems= explicitly."
         )
     if pool.env != expected:
         raise ValueError(
             f"pool {name} was made by env {pool.env!r}, but the search runs on {expected!r}; pass the "
-            f"pools apps/evaluate.py saved for {expected}."
+            f"pools vpo eval saved for {expected}."
         )
     count = int(pool.rewards.shape[0])
     if pool.task_ids is not None:
@@ -135,7 +135,7 @@ def hardest_problems(
 
     Args:
         env: The env.
-        tasks: The split's tasks; pool row i is task i (``apps/evaluate.py`` evaluates the first T).
+        tasks: The split's tasks; pool row i is task i (``vpo eval`` evaluates the first T).
         pools: One pool per arm, shape (T, n, m, d).
         k: The budget.
 

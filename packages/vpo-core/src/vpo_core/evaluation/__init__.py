@@ -11,7 +11,7 @@
   a training run's before/after comparison (`before_after`, in `sampling` beside `EvalResult`);
 - `vpo_core.evaluation.plots`: best@k against k (needs matplotlib, imported when drawing).
 
-The evaluation command (``vpo-eval``, ``apps/evaluate.py``) is `vpo_core.evaluation.cli`: backends for an
+The evaluation command (``vpo-eval``, ``vpo eval``) is `vpo_core.evaluation.cli`: backends for an
 OpenAI-compatible server (numpy only), transformers and vLLM (the model floor's samplers, `vpo_core.models`),
 one ``results.json`` schema (`results.schema.json`).
 """

@@ -1,15 +1,16 @@
 """The evaluation command: sample a policy's candidate pools on an env's split and write comparable results.
 
-    vpo-eval env=maze-v1 base_url=http://127.0.0.1:8000/v1 tasks=50 samples=30 out=eval/
-    uv run apps/evaluate.py env=maze-v1 checkpoints=runs/maze-v1-grpo-seed0,runs/maze-v1-vpo-seed0
-    uv run apps/evaluate.py env=<env-id> checkpoints=path/to/hf_model method=vpo env.data_dir=/path/to/data
+    vpo eval env=maze-v1 base_url=http://127.0.0.1:8000/v1 tasks=50 samples=30 out=eval/
+    uv run vpo eval env=maze-v1 checkpoints=runs/maze-v1-grpo-seed0,runs/maze-v1-vpo-seed0
+    uv run vpo eval env=<env-id> checkpoints=path/to/hf_model method=vpo env.data_dir=/path/to/data
 
-``vpo-eval``, ``apps/evaluate.py`` and ``python -m vpo_core.adapters.local evaluate`` are this one command.
+``vpo eval``, ``vpo-eval`` (`vpo_core.cli.evaluate`), ``apps/evaluate.py`` and ``python -m vpo_core.adapters.local
+evaluate`` are this one command.
 The policy is sampled by a backend (``backend=``): ``openai`` (any OpenAI-compatible server at
 ``base_url=``, e.g. ``vllm serve``; needs only vpo-core's numpy install), ``transformers`` (local
 checkpoints on ``device=``) or ``vllm`` (local checkpoints in-process on a CUDA GPU); ``auto`` takes
 ``openai`` with ``base_url=``, else vLLM where it is installed and a GPU is present, else transformers.
-A checkpoint is a run directory of apps/train.py (its config names the method, hence mode, m and the
+A checkpoint is a run directory of ``vpo train`` (its config names the method, hence mode, m and the
 goal suffix; ``dir@init`` is its warm start, ``dir@stepN`` a snapshot kept by ``keep_steps=``) or a
 Hugging Face model directory (pass ``method=``, or ``mode=`` and ``m=``; without them: multi mode when
 m > 1, else single). A goal-conditioned method is evaluated twice, conditioned on w* and on one

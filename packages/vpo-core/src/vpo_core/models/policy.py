@@ -27,6 +27,7 @@ from vpo_core.models.settings import SamplingSettings
 from vpo_core.types import Message
 
 __all__ = [
+    "ModelSpec",
     "Policy",
     "answer_stops",
     "build_tokenizer",
@@ -503,28 +504,58 @@ def shared_prompt_logits(
     return torch.cat([first, rest], dim=1)
 
 
-def new_policy(
-    texts: Iterable[str],
-    *,
-    vocab_size: int,
-    hidden_size: int,
-    layers: int,
-    heads: int,
-    seed: int,
-    max_positions: int,
-    device: str = "cpu",
-) -> Policy:
-    """Build the default small model and its tokenizer from the env's own text."""
-    tokenizer = build_tokenizer(texts, vocab_size)
+@dataclass(frozen=True)
+class ModelSpec:
+    """The size of the default small model: a Qwen2 decoder with tied embeddings and an MLP 4 x `hidden_size` wide.
+
+    Attributes:
+        vocab_size: BPE vocabulary size the tokenizer is trained to (the env's text may give fewer tokens).
+        hidden_size: Width of the residual stream; a multiple of `heads`.
+        layers: Transformer layers.
+        heads: Attention heads (as many key/value heads).
+        max_positions: Positions the model is built with (prompt and completion together).
+    """
+
+    vocab_size: int
+    hidden_size: int
+    layers: int
+    heads: int
+    max_positions: int = 1024
+
+    def __post_init__(self) -> None:
+        """Check the sizes.
+
+        Raises:
+            ConfigError: For a size below 1, or `heads` that does not divide `hidden_size`.
+        """
+        small = [
+            name
+            for name in ("vocab_size", "hidden_size", "layers", "heads", "max_positions")
+            if getattr(self, name) < 1
+        ]
+        if small:
+            raise ConfigError(f"the default model's {', '.join(small)} must be >= 1, got {self}.")
+        if self.hidden_size % self.heads:
+            raise ConfigError(f"heads must divide hidden_size, got hidden_size={self.hidden_size} heads={self.heads}.")
+
+    @classmethod
+    def from_run(cls, run: Any, *, max_positions: int = 1024) -> ModelSpec:
+        """The spec of an engine's run config: any record with ``vocab_size``, ``hidden_size``, ``layers``, ``heads``."""
+        return cls(run.vocab_size, run.hidden_size, run.layers, run.heads, max_positions)
+
+
+def new_policy(texts: Iterable[str], spec: ModelSpec, *, seed: int, device: str = "cpu") -> Policy:
+    """Build the default small model of size `spec` and its tokenizer from the env's own text (seeded by `seed`)."""
+    tokenizer = build_tokenizer(texts, spec.vocab_size)
     torch.manual_seed(seed)
     config = Qwen2Config(
         vocab_size=len(tokenizer),
-        hidden_size=hidden_size,
-        intermediate_size=hidden_size * 4,
-        num_hidden_layers=layers,
-        num_attention_heads=heads,
-        num_key_value_heads=heads,
-        max_position_embeddings=max_positions,
+        hidden_size=spec.hidden_size,
+        intermediate_size=spec.hidden_size * 4,
+        num_hidden_layers=spec.layers,
+        num_attention_heads=spec.heads,
+        num_key_value_heads=spec.heads,
+        max_position_embeddings=spec.max_positions,
         tie_word_embeddings=True,
         bos_token_id=tokenizer.bos_token_id,
         eos_token_id=tokenizer.eos_token_id,

@@ -1,4 +1,4 @@
-"""``python -m vpo_core.scaffold NAME``: create ``packages/env-NAME/``, a new env package of the standard shape.
+"""``vpo new-env NAME``: create ``packages/env-NAME/``, a new env package of the standard shape.
 
 The package is a working toy domain (name a target number; reward (exact, close)) with every shared
 file role: ``_env.py`` (the `TextEnv`), ``_data.py``, ``_prompts.py``, ``_parse.py``, ``_reward.py``,
@@ -256,9 +256,9 @@ def scaffold(name: str, root: str | Path = ".", *, register: bool = True) -> tup
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Command line: ``python -m vpo_core.scaffold NAME [--root DIR] [--no-register]``."""
+    """Command line: ``vpo new-env NAME [--root DIR] [--no-register]``."""
     parser = argparse.ArgumentParser(
-        prog="python -m vpo_core.scaffold",
+        prog="vpo new-env",
         description="Create packages/env-NAME/: a new env package of the standard shape, registered as NAME-v1.",
     )
     parser.add_argument("name", help="bare env name: lowercase letters and digits, words joined by '-'")
@@ -279,8 +279,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(
         "next:\n"
         f"  uv run pytest {target}                       # installs the package on first use, then its tests\n"
-        f"  uv run apps/train.py env={names.env_id} steps=1    # one local training step\n"
-        f"  uv run apps/train.py engine=verl env={names.env_id} method=vpo --dry-run\n"
+        f"  uv run vpo train env={names.env_id} steps=1    # one local training step\n"
+        f"  uv run vpo train engine=verl env={names.env_id} method=vpo --dry-run\n"
         "then replace the toy domain in _data.py, _prompts.py, _parse.py and _reward.py (docs/adding-a-domain.md)."
     )
     return 0

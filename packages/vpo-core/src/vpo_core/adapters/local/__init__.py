@@ -1,5 +1,5 @@
 """The local engine: single-process RL with Hugging Face transformers on CPU or one GPU.
 
 Needs the ``local`` extra (torch, transformers, tokenizers); ``train.main`` is what
-``uv run apps/train.py`` runs by default.
+``uv run vpo train`` runs by default.
 """

@@ -1,17 +1,30 @@
 """``python -m vpo_core.adapters.local train|evaluate [key=value ...]``: the local engine's commands.
 
-``train`` is `vpo_core.adapters.local.train` (what ``apps/train.py`` runs for engine=local) and
-``evaluate`` is `vpo_core.evaluation.cli` (``apps/evaluate.py``, ``vpo-eval``), so an installed vpo-core
-runs them without a checkout (the experiment runner starts its jobs this way).
+``train`` is `vpo_core.adapters.local.train` (what ``vpo train`` runs for engine=local) and ``evaluate`` is
+`vpo_core.evaluation.cli` (``vpo eval``, ``vpo-eval``). The experiment grid of vpo-lab starts its jobs this
+way and records these command names in its done markers, so they stay as they are.
 """
 
 from __future__ import annotations
 
-import importlib
 import sys
+from collections.abc import Callable
 
-COMMANDS = {"train": "vpo_core.adapters.local.train", "evaluate": "vpo_core.evaluation.cli"}
-"""Command name -> the module whose ``main(argv)`` runs it."""
+
+def _train(argv: list[str]) -> int:
+    from vpo_core.adapters.local.train import main
+
+    return main(argv)
+
+
+def _evaluate(argv: list[str]) -> int:
+    from vpo_core.evaluation.cli import main
+
+    return main(argv)
+
+
+COMMANDS: dict[str, Callable[[list[str]], int]] = {"train": _train, "evaluate": _evaluate}
+"""Command name -> the function that runs it (its module is imported only when it runs)."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -20,8 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args or args[0] not in COMMANDS:
         print(f"usage: python -m vpo_core.adapters.local {{{','.join(COMMANDS)}}} [key=value ...]", file=sys.stderr)
         return 2
-    module = importlib.import_module(COMMANDS[args[0]])
-    return int(module.main(args[1:]))
+    return int(COMMANDS[args[0]](args[1:]))
 
 
 if __name__ == "__main__":

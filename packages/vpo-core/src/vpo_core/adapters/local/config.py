@@ -135,7 +135,7 @@ class TrainConfig:
     eval_samples: int = option(
         12,
         "candidates per task (eval_samples // m chains in multi mode); a quick check, not the profile's "
-        "paper-sized evaluation (env.profile.eval_samples, e.g. 30): use apps/evaluate.py for that",
+        "paper-sized evaluation (env.profile.eval_samples, e.g. 30): use vpo eval for that",
     )
     eval_temperature: float | None = option(None, "evaluation temperature; default: env.profile.eval.temperature")
     eval_top_p: float | None = option(None, "evaluation top-p; default: env.profile.eval.top_p")
@@ -284,7 +284,7 @@ def parse_overrides(argv: list[str]) -> TrainConfig:
     return parse_config(
         TrainConfig,
         argv,
-        prog="apps/train.py [engine=local]",
+        prog="vpo train [engine=local]",
         description="Warm-up, RL and evaluation on one machine (the local engine).",
         passthrough={"env": "env_options"},
         replay_key="config",

@@ -1,4 +1,4 @@
-"""``uv run apps/train.py [key=value ...]``: warm-up, RL and evaluation on one machine.
+"""``uv run vpo train [key=value ...]``: warm-up, RL and evaluation on one machine.
 
 With no arguments: maze, VPO, a small model built locally and warmed up on the env's
 demonstrations (``env.demonstration``), RL with the paper's loss, then evaluation of the warmed-up
@@ -48,7 +48,7 @@ def _log(message: str) -> None:
 
 
 def main(argv: list[str]) -> int:
-    """Entry point of the local engine (``apps/train.py engine=local``): 0 on success, 2 on bad input.
+    """Entry point of the local engine (``vpo train engine=local``): 0 on success, 2 on bad input.
 
     A user error (`vpo_core.errors.UserError`: a bad option, an unusable file or run directory, missing
     data) is printed as one line and returns 2; any other exception propagates with its traceback.
@@ -279,7 +279,7 @@ def build_policy(state: RunState) -> tuple[Any, str, int]:
         RunDirError: If the checkpoint belongs to another init model or its state is corrupt.
     """
     from vpo_core.adapters.local.warmup import warm_up
-    from vpo_core.models.policy import load_policy, new_policy
+    from vpo_core.models.policy import ModelSpec, load_policy, new_policy
 
     config, run_dir = state.config, state.run_dir
     run_id = run_dir.run_id()
@@ -311,14 +311,7 @@ def build_policy(state: RunState) -> tuple[Any, str, int]:
     else:
         with state.timed("build"):
             policy = new_policy(
-                _tokenizer_texts(state),
-                vocab_size=config.vocab_size,
-                hidden_size=config.hidden_size,
-                layers=config.layers,
-                heads=config.heads,
-                seed=config.seed,
-                max_positions=1024,
-                device=config.device,
+                _tokenizer_texts(state), ModelSpec.from_run(config), seed=config.seed, device=config.device
             )
         n_params = sum(p.numel() for p in policy.model.parameters())
         _log(f"built a {n_params / 1e6:.2f}M-parameter model and a {len(policy.tokenizer)}-token tokenizer")
@@ -587,7 +580,7 @@ def run(config: TrainConfig) -> dict[str, Any]:
     policy.sample_threads = reference.sample_threads = config.sample_threads
     policy.stop_strings = reference.stop_strings = answer_stops(state.env, state.mode, state.m, config.stop_at_answer)
     state.limit_budget(token_budget(state, policy))
-    state.run_dir.write_token_budget(state.rollout.max_new_tokens)  # apps/evaluate.py evaluates with the same budget
+    state.run_dir.write_token_budget(state.rollout.max_new_tokens)  # vpo eval evaluates with the same budget
     init = None
     if config.eval_tasks:
         init = evaluate_phase(state, reference, which="init", model=run_id)

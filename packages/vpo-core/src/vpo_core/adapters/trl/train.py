@@ -1,4 +1,4 @@
-"""``apps/train.py engine=trl``: RL with TRL's GRPOTrainer and vpo-core's advantages, on one node.
+"""``vpo train engine=trl``: RL with TRL's GRPOTrainer and vpo-core's advantages, on one node.
 
 The env renders every training prompt (its chat template applied here, like the local engine), TRL
 generates G completions per prompt (ending at EOS or where the last answer closes, ``stop_at_answer=``)
@@ -150,7 +150,7 @@ def _default_model_dir(config: TRLTrainConfig, env: Any, tasks: list[Any], mode:
     """Build the local engine's small default model from the env's text and save it (TRL loads its reference from disk)."""
     import numpy as np
 
-    from vpo_core.models.policy import new_policy
+    from vpo_core.models.policy import ModelSpec, new_policy
 
     rng = np.random.default_rng([config.seed, 1])
     texts: list[str] = []
@@ -158,15 +158,7 @@ def _default_model_dir(config: TRLTrainConfig, env: Any, tasks: list[Any], mode:
         texts.extend(msg["content"] for msg in env.render_prompt(task, mode=mode, m=m))
         demo = env.demonstration(task, mode=mode, m=m, rng=rng)
         texts.extend([demo] if demo else [])
-    policy = new_policy(
-        texts,
-        vocab_size=config.vocab_size,
-        hidden_size=config.hidden_size,
-        layers=config.layers,
-        heads=config.heads,
-        seed=config.seed,
-        max_positions=1024,
-    )
+    policy = new_policy(texts, ModelSpec.from_run(config), seed=config.seed)
     path = config.run_dir / "init_model"
     policy.save(path)
     return path
@@ -522,7 +514,7 @@ class _timed:
 
 
 def main(argv: list[str]) -> int:
-    """``apps/train.py engine=trl key=value ...``; returns the exit code.
+    """``vpo train engine=trl key=value ...``; returns the exit code.
 
     A user error (`vpo_core.errors.UserError`: a bad option, an unusable file, missing data) is printed
     as one line and returns 2; any other exception propagates with its traceback.
@@ -530,7 +522,7 @@ def main(argv: list[str]) -> int:
     config = run_cli(
         TRLTrainConfig,
         argv,
-        prog="apps/train.py engine=trl",
+        prog="vpo train engine=trl",
         description="RL with TRL's GRPOTrainer and vpo-core's set-level advantages (one node, CPU or GPU).",
         passthrough={"env": "env_options"},
     )

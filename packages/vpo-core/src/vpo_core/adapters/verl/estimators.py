@@ -2,8 +2,8 @@
 
 veRL hands an estimator the token-level rewards (the rollout scalar at the last response token),
 the response mask and the group ids (``uid``); options come from ``config`` (= ``config.algorithm``)
-under ``algorithm.vpo.*``. `grpo_pop` z-scores the flat batch directly (`vpo_core.layout.zscore_by_index`);
-`normalizer_estimator` turns any registered normaliser into an estimator (``maxrl``, ``max_at_k``,
+under ``algorithm.vpo.*``, read into one `AdvantageConfig` (`vpo_core.adapters.verl.options`). `grpo_pop`
+z-scores the flat batch directly (`vpo_core.layout.zscore_by_index`); `normalizer_estimator` turns any registered normaliser into an estimator (``maxrl``, ``max_at_k``,
 and the normalisers added by docs/adding-a-method.md), which `vpo_core.adapters.verl.plugin` registers.
 """
 
@@ -15,27 +15,15 @@ from typing import Any
 import numpy as np
 import torch
 
+from vpo_core.adapters.verl.options import normalizer_config, vpo_block
+from vpo_core.advantages import normalize_scalars
 from vpo_core.layout import group_layout, zscore_by_index
 from vpo_core.methods import NORMALIZERS, Normalizer
-from vpo_core.normalizers import apply_normalizer
 
-__all__ = ["Estimator", "grpo_pop", "max_at_k", "maxrl", "normalizer_estimator", "vpo_options"]
+__all__ = ["Estimator", "grpo_pop", "max_at_k", "maxrl", "normalizer_estimator"]
 
 Estimator = Callable[..., tuple[torch.Tensor, torch.Tensor]]
 """veRL's estimator signature: ``fn(token_level_rewards, response_mask, index=, config=, **kw) -> (adv, returns)``."""
-
-
-def vpo_options(config: Any) -> dict[str, Any]:
-    """The ``algorithm.vpo`` options as a plain dict (empty when absent)."""
-    if config is None:
-        return {}
-    options = config.get("vpo", None) if hasattr(config, "get") else None
-    return dict(options) if options else {}
-
-
-def _std_eps(options: dict[str, Any]) -> tuple[Any, float]:
-    """``std`` and ``eps`` of an ``algorithm.vpo`` block, with vpo-core's defaults (YAML may give eps as text)."""
-    return options.get("std", "population"), float(options.get("eps", 1e-6))
 
 
 def _scores(token_level_rewards: torch.Tensor, index: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -54,8 +42,8 @@ def grpo_pop(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Group z-score with the population std (the paper's appendix; VPO's and Multi-RLVR's normaliser)."""
     scores, ids = _scores(token_level_rewards, index)
-    std, eps = _std_eps(vpo_options(config))
-    return _broadcast(zscore_by_index(scores, ids, std=std, eps=eps), response_mask)
+    options = normalizer_config(vpo_block(config), "zscore")
+    return _broadcast(zscore_by_index(scores, ids, std=options.std, eps=options.eps), response_mask)
 
 
 def _per_group(
@@ -63,23 +51,20 @@ def _per_group(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Lay the flat batch out as (B, G) groups and apply a registered normaliser from vpo-core.
 
-    Only the options that normaliser reads are passed on (``k`` for max_at_k, ``divide_by_n`` for
-    maxrl), so one ``algorithm.vpo`` block can serve every estimator.
+    The ``algorithm.vpo`` block becomes one `AdvantageConfig` (`normalizer_config`), which keeps only the
+    options that normaliser reads (``k`` for max_at_k, ``divide_by_n`` for maxrl), so one block can serve
+    every estimator.
     """
     scores, ids = _scores(token_level_rewards, index)
     layout = group_layout(ids)
-    options = vpo_options(config)
-    std, eps = _std_eps(options)
-    specific = {name: options[name] for name in normalizer.options if options.get(name) is not None}
-    owner = f"veRL estimator for normaliser {normalizer.name!r}"
-    grid = apply_normalizer(normalizer, layout.to_grid(scores), std=std, eps=eps, options=specific, owner=owner)
-    return _broadcast(layout.to_flat(grid), response_mask)
+    options = normalizer_config(vpo_block(config), normalizer.name)
+    return _broadcast(layout.to_flat(normalize_scalars(layout.to_grid(scores), options)), response_mask)
 
 
 def normalizer_estimator(normalizer: str, doc: str | None = None) -> Estimator:
     """A veRL advantage estimator that applies vpo-core's registered normaliser `normalizer` group by group.
 
-    The normaliser is looked up once, here; its options are read from ``algorithm.vpo``.
+    The normaliser is looked up once, here; its options are read from ``algorithm.vpo`` (`normalizer_config`).
 
     Args:
         normalizer: A name registered with `vpo_core.methods.register_normalizer`.

@@ -1,4 +1,4 @@
-"""``apps/train.py engine=verl env=<id> method=<m> [own keys] [env.KEY=VALUE] [section.key=value] [--dry-run]``.
+"""``vpo train engine=verl env=<id> method=<m> [own keys] [env.KEY=VALUE] [section.key=value] [--dry-run]``.
 
 Resolves the cell (env × method × n) from the env's profile (`recipes.cell`), composes veRL's own
 ``ppo_trainer`` Hydra config with it plus any ``section.key=value`` overrides, and validates it with
@@ -76,7 +76,7 @@ writing <out>/verl_config.yaml."""
 
 @dataclass
 class LaunchConfig:
-    """The options of ``apps/train.py engine=verl``: own keys, ``env.KEY=VALUE`` and veRL's ``section.key=value``."""
+    """The options of ``vpo train engine=verl``: own keys, ``env.KEY=VALUE`` and veRL's ``section.key=value``."""
 
     env: str | None = option(None, "env id, required (vpo_core.list_envs(); or package.module:Class)")
     method: str = option("vpo", "training method")
@@ -127,7 +127,7 @@ def parse_launch(argv: Sequence[str]) -> LaunchConfig:
     return parse_config(
         LaunchConfig,
         argv,
-        prog="apps/train.py engine=verl",
+        prog="vpo train engine=verl",
         description=_DESCRIPTION,
         passthrough={"env": "env_options"},
         flags={"--dry-run": "dry_run"},

@@ -44,7 +44,7 @@ def register_estimator(normalizer: str, name: str | None = None) -> estimators.E
 
     Registers `estimators.normalizer_estimator` under `name` in veRL's estimator registry and maps
     the normaliser to it in `recipes.ESTIMATORS`, so ``estimator_for(method)`` and therefore
-    ``apps/train.py engine=verl`` pick it for every method that normalises with it. Registering the
+    ``vpo train engine=verl`` pick it for every method that normalises with it. Registering the
     same normaliser under the same name again returns the estimator already registered.
 
     veRL computes advantages in its driver process, which imports only the ``verl.plugins`` entry

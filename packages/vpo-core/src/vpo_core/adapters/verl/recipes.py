@@ -140,7 +140,7 @@ def estimator_for(method: str) -> str:
         known = ", ".join(f"{name} -> {est}" for name, est in ESTIMATORS.items())
         raise ConfigError(
             f"method {method!r} normalises with {normalizer!r}, which the veRL adapter has no advantage estimator "
-            f"for (it maps {known}). Train it with the local engine (apps/train.py), or give it a veRL estimator "
+            f"for (it maps {known}). Train it with the local engine (vpo train), or give it a veRL estimator "
             f"with vpo_core.adapters.verl.plugin.register_estimator({normalizer!r}) in a module named by a "
             f"verl.plugins entry point (docs/adding-a-method.md)."
         )

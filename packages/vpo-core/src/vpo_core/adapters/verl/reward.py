@@ -4,7 +4,8 @@ Each trajectory is scored on its own, in whichever reward worker veRL picks, as 
 one group of one rollout (`vpo_core.batch.score_groups`), so a group's weights must be rebuilt
 identically everywhere: VPO draws its K weights keyed by ``(seed, uid)``, and every rollout of the
 group shares the uid. The options are the run's ``algorithm.vpo`` block (``seed``, ``num_weights``,
-``alpha``, ``weight_sampler``), parsed into an `AdvantageConfig` with the row's method and m.
+``alpha``, ``weight_sampler``, ...), parsed into an `AdvantageConfig` with the row's method and m
+(`vpo_core.adapters.verl.options.advantage_config`).
 """
 
 from __future__ import annotations
@@ -17,48 +18,20 @@ from typing import Any
 
 import numpy as np
 
-from vpo_core.advantages import AdvantageConfig, rollout_scalars
+from vpo_core.adapters.verl.options import advantage_config, vpo_block
+from vpo_core.advantages import rollout_scalars
 from vpo_core.batch import score_groups
 from vpo_core.env import TextEnv
 from vpo_core.metrics import reward_diversity
 from vpo_core.models.chat import template_prefill
 from vpo_core.registry import make
 
-__all__ = ["score_trajectory", "vpo_advantage_config"]
+__all__ = ["score_trajectory"]
 
 
 @lru_cache(maxsize=16)
 def _env(env_id: str, config_json: str) -> TextEnv[Any, Any]:
     return make(env_id, **json.loads(config_json))
-
-
-def vpo_advantage_config(vpo: Mapping[str, Any], *, method: str, m: int) -> AdvantageConfig:
-    """The `AdvantageConfig` of an ``algorithm.vpo`` block for one row's method and m (parsed once per method).
-
-    Args:
-        vpo: The block: ``seed`` (0), ``num_weights`` (100), ``alpha`` (1.0), ``weight_sampler``
-            (``dirichlet``); the estimators' keys (``std``, ``eps``, ``k``, ...) are read by the estimators.
-        method: The row's method (``extra_info["method"]``).
-        m: The row's m.
-
-    Raises:
-        ValueError: For an unknown method or a value out of range (`AdvantageConfig.parse`).
-    """
-    return _parsed(
-        method,
-        int(m),
-        int(vpo.get("seed", 0)),
-        int(vpo.get("num_weights", 100)),
-        float(vpo.get("alpha", 1.0)),
-        str(vpo.get("weight_sampler", "dirichlet")),
-    )
-
-
-@lru_cache(maxsize=64)
-def _parsed(method: str, m: int, seed: int, num_weights: int, alpha: float, weight_sampler: str) -> AdvantageConfig:
-    return AdvantageConfig.parse(
-        method, m=m, seed=seed, num_weights=num_weights, alpha=alpha, weight_sampler=weight_sampler
-    )
 
 
 def score_trajectory(text: str, extra_info: dict[str, Any], uid: str, vpo: Mapping[str, Any]) -> dict[str, Any]:
@@ -68,7 +41,7 @@ def score_trajectory(text: str, extra_info: dict[str, Any], uid: str, vpo: Mappi
         text: The decoded response.
         extra_info: The row's ``extra_info`` written by `vpo_core.adapters.verl.export`.
         uid: The group id veRL gives the G rollouts of one prompt.
-        vpo: The run's ``algorithm.vpo`` block (`vpo_advantage_config`).
+        vpo: The run's ``algorithm.vpo`` block (`vpo_core.adapters.verl.options.advantage_config`).
 
     Returns:
         ``{"reward_score": float, "reward_extra_info": {...}}``; extras have the same keys and
@@ -76,7 +49,7 @@ def score_trajectory(text: str, extra_info: dict[str, Any], uid: str, vpo: Mappi
         over the candidates, the GDPO channels).
     """
     env = _env(str(extra_info["env_id"]), str(extra_info.get("env_config") or "{}"))
-    config = vpo_advantage_config(vpo, method=str(extra_info["method"]), m=int(extra_info["m"]))
+    config = advantage_config(vpo, method=str(extra_info["method"]), m=int(extra_info["m"]))
     task = env.tasks(str(extra_info["split"]))[int(extra_info["index"])]
     goal = extra_info.get("goal_weights")
     batch = score_groups(  # one `rewards` call
@@ -117,8 +90,6 @@ def score_trajectory(text: str, extra_info: dict[str, Any], uid: str, vpo: Mappi
 def _make_manager_class() -> type:
     from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
 
-    from vpo_core.weights import check_weight_options
-
     class VPORewardManager(RewardManagerBase):
         """Reward manager for every method of the paper (``reward.reward_manager.name=vpo``)."""
 
@@ -127,12 +98,8 @@ def _make_manager_class() -> type:
         ) -> None:
             super().__init__(config, tokenizer, compute_score)
             algorithm = config.get("algorithm", {}) if hasattr(config, "get") else {}
-            self.vpo = dict(algorithm.get("vpo", {}) or {})
-            check_weight_options(  # fail when the manager is made, not at the first trajectory
-                float(self.vpo.get("alpha", 1.0)),
-                int(self.vpo.get("num_weights", 100)),
-                self.vpo.get("weight_sampler", "dirichlet"),
-            )
+            self.vpo = vpo_block(algorithm)
+            advantage_config(self.vpo, method="vpo")  # check the block when the manager is made, not per trajectory
             data = config.get("data", {}) if hasattr(config, "get") else {}
             # the env scores the whole assistant turn: what the template pre-fills, then the generated text
             self.prefill = template_prefill(tokenizer, dict(data.get("apply_chat_template_kwargs", {}) or {}))
