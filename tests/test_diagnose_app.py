@@ -29,14 +29,31 @@ def test_app_prints_verdicts_and_table(tmp_path, capsys):
 
 
 def test_app_rejects_a_missing_file_and_a_wrong_env(tmp_path, capsys):
-    with pytest.raises(SystemExit, match="does not exist"):
-        _app()(["env=maze-v1", f"vpo={tmp_path / 'nope.npy'}"])
+    assert _app()(["env=maze-v1", f"vpo={tmp_path / 'nope.npy'}"]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    assert _app()(["env=maze-v9", f"vpo={tmp_path / 'nope.npy'}"]) == 2  # one line, no traceback
+    assert "unknown env id 'maze-v9'" in capsys.readouterr().err
     np.save(tmp_path / "pool_x.npy", np.zeros((2, 3, 1, 4)))  # a bare array: the format before metadata
     assert _app()(["env=maze-v1", f"pools={tmp_path / 'pool_x.npy'}"]) == 2
     assert "pool_x.npy is a pool without its metadata" in capsys.readouterr().err
     save_pool(tmp_path / "pool_x.npy", SavedPool(np.zeros((2, 3, 1, 5)), mode="single"))
     assert _app()(["env=maze-v1", f"pools={tmp_path / 'pool_x.npy'}"]) == 2
     assert "reward dims" in capsys.readouterr().err
+    save_pool(tmp_path / "pool_x.npy", SavedPool(np.full((2, 3, 1, 4), np.nan), mode="single"))
+    assert _app()(["env=maze-v1", f"pools={tmp_path / 'pool_x.npy'}"]) == 2
+    assert f"{tmp_path / 'pool_x.npy'}: pool holds NaN" in capsys.readouterr().err
+
+
+def test_a_bug_inside_the_diagnosis_is_a_traceback_not_a_one_line_message(tmp_path, monkeypatch):
+    from vpo_core import diagnose
+
+    def broken(*args, **kwargs):
+        raise ValueError("operands could not be broadcast together")
+
+    monkeypatch.setattr(diagnose, "diagnose_pool", broken)
+    save_pool(tmp_path / "pool_vpo.npy", SavedPool(np.zeros((2, 3, 3, 4)), mode="multi"))
+    with pytest.raises(ValueError, match="could not be broadcast"):
+        _app()(["env=maze-v1", f"vpo={tmp_path / 'pool_vpo.npy'}"])
 
 
 def test_a_checkpoint_is_sampled_by_the_evaluation_app(tmp_path, capsys, monkeypatch):

@@ -45,10 +45,11 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from vpo_core.cli_config import option, run_cli
+from vpo_core.errors import DataFileError, MissingDataError, UserError
 from vpo_core.evaluation.metrics import best_at_k_of_pool
 from vpo_core.metrics import collinearity
 from vpo_core.profile import CollinearityRow
-from vpo_core.registry import DEFAULT_ENV, list_envs, make, resolve_env_class
+from vpo_core.registry import DEFAULT_ENV, env_tasks, list_envs, make_env, resolve_env_class
 
 __all__ = [
     "COLLINEAR_FROM",
@@ -108,18 +109,20 @@ def _check_pool(rewards: ArrayLike, w_star: ArrayLike) -> tuple[np.ndarray, np.n
     r = np.asarray(rewards, dtype=np.float64)
     w = np.asarray(w_star, dtype=np.float64)
     if r.ndim != 4:
-        raise ValueError(
+        raise DataFileError(
             f"a pool must have shape (T prompts, n completions, m candidates, d dims), got {r.shape}; "
             "vpo eval writes such pools as pool_<row>.npy."
         )
     if w.ndim not in (1, 2) or w.shape[-1] != r.shape[-1]:
-        raise ValueError(f"pool has {r.shape[-1]} reward dims but w* has shape {w.shape}; is it the right env's pool?")
+        raise DataFileError(
+            f"pool has {r.shape[-1]} reward dims but w* has shape {w.shape}; is it the right env's pool?"
+        )
     if w.ndim == 2 and w.shape[0] != r.shape[0]:
-        raise ValueError(f"pool has {r.shape[0]} prompts but {w.shape[0]} per-task w* rows; give one per prompt.")
+        raise DataFileError(f"pool has {r.shape[0]} prompts but {w.shape[0]} per-task w* rows; give one per prompt.")
     if min(r.shape) < 1:
-        raise ValueError(f"pool {r.shape} is empty.")
+        raise DataFileError(f"pool {r.shape} is empty.")
     if not np.all(np.isfinite(r)):
-        raise ValueError("pool holds NaN or infinite rewards.")
+        raise DataFileError("pool holds NaN or infinite rewards.")
     return r, w
 
 
@@ -138,13 +141,15 @@ def task_w_stars(env: Any, tasks: Sequence[Any], dim: int) -> np.ndarray:
         Weights, shape (T, dim).
 
     Raises:
-        ValueError: If a task has more dimensions than the pool.
+        DataFileError: If a task has more dimensions than the pool (a ValueError).
     """
     out = np.zeros((len(tasks), dim))
     for i, task in enumerate(tasks):
         w = np.asarray(env.spec_for(task).w_star, dtype=np.float64)
         if w.size > dim:
-            raise ValueError(f"task {task.id} has {w.size} reward dims but the pool has {dim}; is it this env's pool?")
+            raise DataFileError(
+                f"task {task.id} has {w.size} reward dims but the pool has {dim}; is it this env's pool?"
+            )
         out[i, : w.size] = w
     return out
 
@@ -341,7 +346,7 @@ def _load(path: str) -> Any:
 
     p = Path(path)
     if not p.is_file():
-        raise SystemExit(f"error: pool file {p} does not exist (`vpo eval` writes pool_<row>.npy to its out=).")
+        raise MissingDataError(f"pool file {p} does not exist (`vpo eval` writes pool_<row>.npy to its out=).")
     return load_pool(p)
 
 
@@ -380,9 +385,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     if isinstance(config, int):
         return config
-    env = make(config.env, **config.env_options)
+    try:
+        return _diagnose(config)
+    except UserError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+
+
+def _diagnose(config: DiagnoseConfig) -> int:
+    """Diagnose the pools `config` names (sampling checkpoints first); prints the verdicts and the table."""
+    env = make_env(config.env, config.env_options)
     spec = env.reward_spec
-    test_tasks = list(env.tasks("test"))
+    test_tasks = env_tasks(env, "test")
     named = [("vpo", config.vpo), ("grpo", config.grpo)]
     named += [(Path(p.strip()).stem.removeprefix("pool_"), p.strip()) for p in config.pools.split(",") if p.strip()]
     named = [
@@ -395,20 +409,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     results = {}
     for label, path in named:
-        try:
-            saved = _load(path)
-            pool = saved.rewards
-            if pool.ndim != 4 or pool.shape[0] > len(test_tasks) or pool.shape[-1] != spec.dim:
-                raise ValueError(
-                    f"a pool of shape {pool.shape} is not (T <= {len(test_tasks)} test tasks, n, m, {spec.dim} reward "
-                    f"dims) of {config.env}; is it this env's pool?"
-                )
-            # each task's own w* (the pool's T prompts are the first T test tasks, as `vpo eval` samples them)
+        saved = _load(path)
+        pool = saved.rewards
+        if pool.ndim != 4 or pool.shape[0] > len(test_tasks) or pool.shape[-1] != spec.dim:
+            raise DataFileError(
+                f"{path}: a pool of shape {pool.shape} is not (T <= {len(test_tasks)} test tasks, n, m, {spec.dim} "
+                f"reward dims) of {config.env}; is it this env's pool?"
+            )
+        try:  # each task's own w* (the pool's T prompts are the first T test tasks, as `vpo eval` samples them)
             w_star = task_w_stars(env, test_tasks[: pool.shape[0]], pool.shape[-1])
             results[label] = d = diagnose_pool(label, pool, w_star, k=config.k, mode=saved.mode)
-        except ValueError as error:
-            print(f"error: {path}: {error}", file=sys.stderr)
-            return 2
+        except DataFileError as error:
+            raise DataFileError(f"{path}: {error}") from error
         dropped = [spec.names[i] for i in range(spec.dim) if i not in d.kept_dims]
         print(f"{label}: pool {d.shape[0]}×{d.shape[1]}×{d.shape[2]}×{d.shape[3]} ({path})")
         print(
