@@ -145,6 +145,17 @@ def test_the_command_refuses_to_overwrite_and_needs_a_root(tmp_path, capsys):
     assert (tmp_path / "packages" / "env-other" / "src" / "env_other" / "_env.py").is_file()
 
 
+def test_a_bug_in_the_command_is_a_traceback_not_a_one_line_message(tmp_path, monkeypatch):
+    import vpo_core.scaffold as scaffold_module
+
+    def broken(_names):
+        raise ValueError("substring not found")
+
+    monkeypatch.setattr(scaffold_module, "render", broken)
+    with pytest.raises(ValueError, match="substring not found"):
+        main(["other", "--root", str(tmp_path), "--no-register"])
+
+
 def test_one_line_arrays_and_tables_without_first_party_lists(tmp_path):
     pyproject = tmp_path / "pyproject.toml"
     pyproject.write_text(

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from vpo_core.errors import ConfigError
+from vpo_core.errors import ConfigError, DataFileError, MissingDataError, UserError
 
 __all__ = ["MAX_NAME_LENGTH", "Names", "main", "names_for", "register_in_workspace", "render", "scaffold"]
 
@@ -125,17 +125,17 @@ def _closing_bracket(text: str, opening: int) -> int:
             if depth == 0:
                 return i
         i += 1
-    raise ValueError("the workspace pyproject.toml has an unterminated array.")
+    raise DataFileError("the workspace pyproject.toml has an unterminated array.")
 
 
 def _insert_into_array(text: str, section: str, key: str, item: str) -> str:
     """Add `item` to the TOML array `key` of `section` (multi-line or one-line), unless it is there."""
     body = re.search(rf"(?ms)^\[{re.escape(section)}\]\n(.*?)(?=^\[|\Z)", text)
     if body is None:
-        raise ValueError(f"the workspace pyproject.toml has no [{section}] table.")
+        raise DataFileError(f"the workspace pyproject.toml has no [{section}] table.")
     assignment = re.search(rf"(?m)^{re.escape(key)}\s*=\s*\[", body.group(1))
     if assignment is None:
-        raise ValueError(f"the workspace pyproject.toml has no {key} = [...] in [{section}].")
+        raise DataFileError(f"the workspace pyproject.toml has no {key} = [...] in [{section}].")
     opening = body.start(1) + assignment.end() - 1
     closing = _closing_bracket(text, opening)
     inner = text[opening + 1 : closing]
@@ -166,7 +166,7 @@ def register_in_workspace(pyproject: Path, names: Names, *, dry_run: bool = Fals
         dry_run: Check the edit and return the changes without writing the file.
 
     Raises:
-        ValueError: If the file lacks a table the edit needs, or the edited file would not be valid
+        DataFileError: If the file lacks a table the edit needs, or the edited file would not be valid
             TOML holding the new entries.
     """
     text = pyproject.read_text()
@@ -177,7 +177,7 @@ def register_in_workspace(pyproject: Path, names: Names, *, dry_run: bool = Fals
         changes.append(f'[project].dependencies += "{names.package}"')
     sources = re.search(r"(?ms)^\[tool\.uv\.sources\]\n(.*?)(?=^\[|\Z)", text)
     if sources is None:
-        raise ValueError("the workspace pyproject.toml has no [tool.uv.sources] table.")
+        raise DataFileError("the workspace pyproject.toml has no [tool.uv.sources] table.")
     if not re.search(rf"(?m)^{re.escape(names.package)}\s*=", sources.group(1)):
         entry = f"{names.package} = {{ workspace = true }}"
         end = sources.start(1) + len(sources.group(1).rstrip("\n"))  # after the table's last line
@@ -199,7 +199,7 @@ def _check_registered(text: str, names: Names, pyproject: Path) -> None:
     """Refuse to write an edited ``pyproject.toml`` that is not TOML or lacks the new entries.
 
     Raises:
-        ValueError: Naming the file; it is left as it was.
+        DataFileError: Naming the file; it is left as it was.
     """
     try:
         tomllib = importlib.import_module("tomllib")
@@ -208,13 +208,13 @@ def _check_registered(text: str, names: Names, pyproject: Path) -> None:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise ValueError(
+        raise DataFileError(
             f"adding {names.package} would make {pyproject} invalid TOML ({exc}); it was left as it was."
         ) from None
     dependencies = data.get("project", {}).get("dependencies", [])
     sources = data.get("tool", {}).get("uv", {}).get("sources", {})
     if names.package not in dependencies or sources.get(names.package) != {"workspace": True}:
-        raise ValueError(
+        raise DataFileError(
             f"adding {names.package} to {pyproject} did not register it ([project].dependencies and "
             "[tool.uv.sources]); it was left as it was: add the package by hand."
         )
@@ -232,18 +232,18 @@ def scaffold(name: str, root: str | Path = ".", *, register: bool = True) -> tup
         The package folder and the list of root edits.
 
     Raises:
-        ValueError: On a bad name.
-        FileExistsError: If the package folder exists (nothing is overwritten).
-        FileNotFoundError: If `root` has no ``pyproject.toml`` while `register` is set.
+        ConfigError: On a bad name, or if the package folder exists (nothing is overwritten).
+        MissingDataError: If `root` has no ``pyproject.toml`` while `register` is set.
+        DataFileError: If the root ``pyproject.toml`` cannot take the new package (it is left as it was).
     """
     names = names_for(name)
     root = Path(root)
     target = root / "packages" / names.package
     if target.exists():
-        raise FileExistsError(f"{target} already exists; pick another name or remove it first.")
+        raise ConfigError(f"{target} already exists; pick another name or remove it first.")
     pyproject = root / "pyproject.toml"
     if register and not pyproject.is_file():
-        raise FileNotFoundError(f"{pyproject} not found; run from the workspace root or pass --root.")
+        raise MissingDataError(f"{pyproject} not found; run from the workspace root or pass --root.")
     files = render(names)
     if register:  # check the root's edit before writing anything, so a refusal leaves no half-made package
         register_in_workspace(pyproject, names, dry_run=True)
@@ -269,7 +269,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         target, changes = scaffold(args.name, args.root, register=not args.no_register)
-    except (ValueError, FileExistsError, FileNotFoundError) as exc:
+    except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     names = names_for(args.name)
