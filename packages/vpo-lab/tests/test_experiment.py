@@ -628,3 +628,30 @@ def test_a_run_that_runs_again_has_its_old_evaluations_redone(tmp_path, monkeypa
     assert warm.args not in commands
     assert not experiment._kept_marker(config, step5).exists()  # collect keeps it again once the run is done
     assert "eval/main/grpo-seed0@step5: runs again" in capsys.readouterr().err
+
+
+def test_a_marker_from_before_the_lr_default_changed_counts_for_the_job_that_pins_it(tmp_path):
+    """recipe v2 pins lr=0.0001 (the engine's default when its grid ran): its committed markers name no lr."""
+    from vpo_lab.experiment import MARKER_IDENTITY, ExperimentConfig, _is_done, _marker, plan
+
+    config = ExperimentConfig(
+        env="maze-v1",
+        methods="grpo",
+        main_seeds=1,
+        ablation_options="",
+        train="layers=4 lr=0.0001",
+        work=str(tmp_path / "w"),
+        out=str(tmp_path),
+    )
+    job = next(job for job in plan(config) if job.kind == "train")
+    assert "lr=0.0001" in job.args
+    marker = _marker(config, job)
+    marker.parent.mkdir(parents=True)
+    unpinned = [arg for arg in job.args if arg != "lr=0.0001"]
+    marker.write_text(json.dumps({"args": unpinned}))  # written before markers carried "identity"
+    assert _is_done(config, job)
+    marker.write_text(json.dumps({"args": unpinned, "identity": MARKER_IDENTITY}))  # a new one: no lr= is today's
+    assert not _is_done(config, job)
+    other = [arg if arg != "lr=0.0001" else "lr=0.0002" for arg in job.args]
+    marker.write_text(json.dumps({"args": other}))  # an old marker that named another lr
+    assert not _is_done(config, job)

@@ -52,6 +52,12 @@ from vpo_core.weights import check_weight_sampler
 from vpo_lab.experiment_report import KEPT_METRICS, write_report
 from vpo_lab.recipes import RECIPES
 
+MARKER_IDENTITY = 2
+"""Written into every new done-marker: its ``args`` name every option whose engine default has changed."""
+LEGACY_PINS = ("lr=0.0001",)
+"""Options a recipe pins at the local engine's earlier default (lr 1e-4 until 2026-11-28): an older marker
+(no ``"identity"``) that does not name the key ran with this value, so it still counts for the pinned job."""
+
 __all__ = ["ExperimentConfig", "Job", "main", "plan", "recipe_options", "restore_warm_starts"]
 
 
@@ -336,13 +342,22 @@ def _is_done(config: ExperimentConfig, job: Job) -> bool:
 
 
 def _same_job(marker: Path, job: Job) -> bool:
-    """Whether `marker` exists and records `job`'s command (up to options that change nothing)."""
+    """Whether `marker` exists and records `job`'s command (up to options that change nothing).
+
+    A marker written before markers carried ``"identity"`` that names none of `LEGACY_PINS`' keys ran
+    with those values (the engine's defaults then), so a job that pins them is that job.
+    """
     if not marker.exists():
         return False
+    data = json.loads(marker.read_text())
     ignored = ("device=", "method=") if job.kind == "warm" else ("device=",)
-    recorded = _identity(json.loads(marker.read_text()).get("args") or [], ignored)
-    alias = [f"apps/{job.args[0]}.py", *job.args[1:]]
-    return recorded in (_identity(job.args, ignored), _identity(alias, ignored))
+    recorded = _identity(data.get("args") or [], ignored)
+    args = list(job.args)
+    if data.get("identity") is None:
+        named = {arg.split("=", 1)[0] for arg in recorded}
+        args = [arg for arg in args if not (arg in LEGACY_PINS and arg.split("=", 1)[0] not in named)]
+    alias = [f"apps/{args[0]}.py", *args[1:]]
+    return recorded in (_identity(args, ignored), _identity(alias, ignored))
 
 
 def _keep_metrics(source: Path, target: Path) -> None:
@@ -391,7 +406,7 @@ def _run_job(config: ExperimentConfig, job: Job) -> float:
         raise RuntimeError(f"job {job.name} failed (exit {result.returncode}); see {log_file}")
     marker = _marker(config, job)
     marker.parent.mkdir(parents=True, exist_ok=True)
-    marker.write_text(json.dumps({"args": job.args, "seconds": seconds}))
+    marker.write_text(json.dumps({"args": job.args, "seconds": seconds, "identity": MARKER_IDENTITY}))
     return seconds
 
 
