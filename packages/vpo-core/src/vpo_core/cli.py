@@ -17,7 +17,7 @@ import pkgutil
 import sys
 from collections.abc import Callable, Sequence
 
-from vpo_core.cli_config import HelpRequested, split_command
+from vpo_core.cli_config import HelpRequested, exit_status, split_command
 from vpo_core.errors import ConfigError
 
 __all__ = ["COMMANDS", "ENGINES", "evaluate", "main", "split_engine", "train"]
@@ -131,9 +131,5 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         command, rest = split_command(args, summaries, prog=PROG, description=DESCRIPTION)
         return int(_resolve(COMMANDS[command][0])(rest))
-    except HelpRequested as exc:
-        print(exc.text)
-        return 0
-    except ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    except (HelpRequested, ConfigError) as exc:
+        return exit_status(exc)

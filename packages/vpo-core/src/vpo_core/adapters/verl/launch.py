@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from vpo_core.adapters.verl.recipes import LOGGERS, RUN_DEFAULTS, Cell, cell, overrides
-from vpo_core.cli_config import HelpRequested, option, parse_config
+from vpo_core.cli_config import HelpRequested, exit_status, option, parse_config
 from vpo_core.errors import ConfigError, MissingDataError, UserError
 from vpo_core.methods import get_method
 from vpo_core.registry import check_env_options, resolve_env_class
@@ -480,12 +480,8 @@ def main(argv: list[str]) -> int:
     """Run (or with ``--dry-run`` summarise and write the config of) one cell on veRL."""
     try:
         return _main(argv)
-    except HelpRequested as exc:
-        print(exc.text)
-        return 0
-    except UserError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    except (HelpRequested, UserError) as exc:
+        return exit_status(exc)
     except CannotLaunch as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
