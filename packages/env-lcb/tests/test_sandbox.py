@@ -297,15 +297,35 @@ def test_a_test_that_loses_two_workers_is_infra_not_an_exception(monkeypatch):
         assert not result.passed.any()
 
 
+def _zygotes(worker: int, wait_s: float = 5.0) -> list[int]:
+    """The processes in the broker's process group below it: the zygote, once the last test's child is reaped.
+
+    ``grade`` returns when the verdict is in, which can be before the exiting test child (forked by the zygote,
+    in its group) has left the process table, so the listing is retried until only the zygote is left.
+    """
+    deadline = time.monotonic() + wait_s
+    while True:
+        broker, *others = descendants(worker)  # bwrap -> broker (pid 1 inside) -> zygote, spare
+        group = os.getpgid(broker)  # the spare has a process group of its own
+        zygotes = []
+        for pid in others:
+            try:
+                if os.getpgid(pid) == group:
+                    zygotes.append(pid)
+            except ProcessLookupError:  # a child that exited since the listing
+                continue
+        if len(zygotes) == 1 or time.monotonic() > deadline:
+            return zygotes
+        time.sleep(0.05)
+
+
 def test_a_tampered_zygote_makes_the_worker_be_replaced():
     import resource
 
     with Sandbox(workers=1) as box:
         tests = [{"input": "1", "output": "1"}]
         assert box.grade("print(input())", tests).verdicts == ["ok"]
-        broker, *others = descendants(box.worker_pids()[0])  # bwrap -> broker (pid 1 inside) -> zygote, spare
-        group = os.getpgid(broker)  # the spare has a process group of its own
-        zygotes = [pid for pid in others if os.getpgid(pid) == group]
+        zygotes = _zygotes(box.worker_pids()[0])
         assert len(zygotes) == 1
         resource.prlimit(zygotes[0], resource.RLIMIT_NOFILE, (32, 32))  # from outside: a test child cannot
         assert box.grade("print(input())", tests).verdicts == ["ok"]
