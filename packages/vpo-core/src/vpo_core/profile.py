@@ -281,7 +281,7 @@ class EnvProfile:
         chat_template_kwargs: Keyword arguments of the tokenizer's chat template for the paper's
             model (for Qwen3: ``{"enable_thinking": False}``); default none.
         report_dims: Reward dimensions (by `RewardSpec` name) whose own best@k is reported beside
-            the w*-score's (MuSiQue reports its answer-F1 dimension); default none.
+            the w*-score's (e.g. an answer-quality dimension); default none.
         recipe: The paper's veRL settings, or None for an env outside the paper (the veRL adapter
             then uses its documented generic defaults).
         collinearity: The domain's row of the paper's ρ̄-vs-best@16 table, or None (a domain outside

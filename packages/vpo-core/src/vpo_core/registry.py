@@ -153,6 +153,8 @@ def make_env(env_id: str, options: dict[str, Any]) -> TextEnv[Any, Any]:
     """
     try:
         return make(env_id, **options)
+    except UserError:  # already names the problem (an option check, the env's data)
+        raise
     except (KeyError, ValueError) as exc:  # the constructor validates the user's env.<key>= options
         raise ConfigError(f"env={env_id}: {exc.args[0] if exc.args else exc}") from exc
 

@@ -924,29 +924,18 @@ def _env_and_tasks(config: EvalConfig) -> tuple[str, Any, list[Any]]:
         MissingDataError: The env's data files are not there (the message says how to get them).
         DataFileError: A data file that does not have the expected format.
     """
-    import vpo_core
-    from vpo_core.data import DataError
-    from vpo_core.registry import check_env_options
+    from vpo_core.registry import check_env_options, env_tasks, make_env
 
     try:
         env_id, options = check_env_options(config.env, config.env_options, warn=_log)
     except KeyError as exc:  # the registry's check of the id the user wrote
         raise ConfigError(_message(exc)) from None
     config.env, config.env_options = env_id, options
+    env = make_env(env_id, options)
     try:
-        env = vpo_core.make(env_id, **options)
+        tasks = env_tasks(env, config.split)[: config.tasks]
     except UserError:
         raise
-    except (KeyError, ValueError) as exc:  # the constructor validates the user's env.<key> values
-        raise ConfigError(f"env={env_id}: {_message(exc)}") from exc
-    try:
-        tasks = list(env.tasks(config.split))[: config.tasks]
-    except UserError:
-        raise
-    except FileNotFoundError as exc:
-        raise MissingDataError(str(exc)) from exc
-    except DataError as exc:
-        raise DataFileError(str(exc)) from exc
     except (KeyError, ValueError) as exc:  # the env's check of the split name
         raise ConfigError(f"split={config.split} of {env_id}: {_message(exc)}") from exc
     if not tasks:

@@ -151,7 +151,7 @@ def metric_name(key: str) -> MetricName:
     `task_pool_metrics` and `pool_summary` already carry their parts.
 
     Args:
-        key: A metric's name, e.g. ``"best@30[answer_f1]"``.
+        key: A metric's name, e.g. ``"best@30[<dim>]"`` (best@30 of one reward dimension).
 
     Returns:
         The name with its parts (a name without parts for ``mean_<dim>``, whose dimension the text alone
