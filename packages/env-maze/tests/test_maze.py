@@ -75,6 +75,18 @@ def test_split_seeds_and_budget_range():
         split_seeds("validation")
 
 
+def test_the_env_tasks_are_the_generated_mazes_of_the_split_seeds(env):
+    # the split's mazes are kept from the seed scan (not generated twice): they must be what `generate` gives
+    for split in ("train", "test"):
+        tasks = env.tasks(split)
+        seeds = split_seeds(split)[: len(tasks)]
+        assert [task.metadata["seed"] for task in tasks] == list(seeds)
+        for task, seed in list(zip(tasks, seeds, strict=True))[::37]:
+            fresh = generate(seed)
+            assert fresh is not None
+            assert (task.payload.rows, task.payload.budget) == (fresh.rows, fresh.budget)
+
+
 def test_every_test_maze_keeps_the_designed_conflict(env):
     for task in env.tasks("test"):
         solution = solve(task.payload)

@@ -11,7 +11,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from env_maze._demos import DEMONSTRATION_STYLES, demonstration_routes, render_demonstration
-from env_maze._generate import SPLITS, generate, split_seeds
+from env_maze._generate import SPLITS, split_mazes
 from env_maze._maze import Maze
 from env_maze._parse import extract_answer, parse_moves, split_routes
 from env_maze._profile import PROFILE
@@ -84,13 +84,11 @@ class MazeEnv(TextEnv[Maze, Route]):
     # --------------------------------------------------------------------------------- tasks
     def _load_tasks(self, split: str) -> list[Task[Maze]]:
         """The paper's mazes of a split (generated once per env by `tasks`, deterministic)."""
-        seeds = split_seeds(split)[: self.config.train_size if split == "train" else self.config.test_size]
-        return [self._task(split, i, generate(seed)) for i, seed in enumerate(seeds)]
+        mazes = split_mazes(split)[: self.config.train_size if split == "train" else self.config.test_size]
+        return [self._task(split, i, maze) for i, maze in enumerate(mazes)]
 
     @staticmethod
-    def _task(split: str, index: int, maze: Maze | None) -> Task[Maze]:
-        if maze is None:  # pragma: no cover - split_seeds only keeps surviving seeds
-            raise RuntimeError("a split seed produced no maze")
+    def _task(split: str, index: int, maze: Maze) -> Task[Maze]:
         return Task(id=f"maze-v1/{split}/{index}", split=split, index=index, payload=maze, metadata={"seed": maze.seed})
 
     @staticmethod

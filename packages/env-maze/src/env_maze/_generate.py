@@ -11,10 +11,11 @@ from __future__ import annotations
 import random
 from collections import deque
 from functools import cache
+from typing import cast
 
 from env_maze._maze import BONUS, DIAMOND, EMPTY, END, GOLD, LAVA, START, WALL, Maze
 
-__all__ = ["SPLITS", "generate", "split_seeds"]
+__all__ = ["SPLITS", "generate", "split_mazes", "split_seeds"]
 
 SIZE = 9
 BUDGET_SLACK = 7
@@ -23,11 +24,15 @@ SPLITS = {"train": (42, 1000), "test": (4242, 100)}
 _DIRS = ((-1, 0), (1, 0), (0, -1), (0, 1))  # up, down, left, right: the order of every neighbour scan
 
 
-def _neighbours(r: int, c: int):
-    for dr, dc in _DIRS:
-        nr, nc = r + dr, c + dc
-        if 0 <= nr < SIZE and 0 <= nc < SIZE:
-            yield nr, nc
+# each cell's in-grid neighbours in `_DIRS` order, computed once (the generator scans them millions of times)
+_NEIGHBOURS = tuple(
+    tuple(tuple((r + dr, c + dc) for dr, dc in _DIRS if 0 <= r + dr < SIZE and 0 <= c + dc < SIZE) for c in range(SIZE))
+    for r in range(SIZE)
+)
+
+
+def _neighbours(r: int, c: int) -> tuple[tuple[int, int], ...]:
+    return _NEIGHBOURS[r][c]
 
 
 def _open_neighbours(grid: list[list[str]], r: int, c: int) -> int:
@@ -145,8 +150,8 @@ def generate(seed: int) -> Maze | None:
 
 
 @cache
-def split_seeds(split: str) -> tuple[int, ...]:
-    """The seeds of a split's mazes, in order (computed once per process).
+def split_mazes(split: str) -> tuple[Maze, ...]:
+    """The mazes of a split, in order (generated once per process; `Maze` is immutable).
 
     Raises:
         ValueError: For an unknown split.
@@ -154,10 +159,20 @@ def split_seeds(split: str) -> tuple[int, ...]:
     if split not in SPLITS:
         raise ValueError(f"unknown maze split {split!r}; choose one of {sorted(SPLITS)}.")
     first, count = SPLITS[split]
-    seeds: list[int] = []
+    mazes: list[Maze] = []
     seed = first
-    while len(seeds) < count:
-        if generate(seed) is not None:
-            seeds.append(seed)
+    while len(mazes) < count:
+        maze = generate(seed)
+        if maze is not None:
+            mazes.append(maze)
         seed += 1
-    return tuple(seeds)
+    return tuple(mazes)
+
+
+def split_seeds(split: str) -> tuple[int, ...]:
+    """The seeds of a split's mazes, in order.
+
+    Raises:
+        ValueError: For an unknown split.
+    """
+    return tuple(cast(int, maze.seed) for maze in split_mazes(split))
