@@ -83,7 +83,9 @@ def warm_up(
     _check_demos(batch_size, demos_per_task)
     rng = np.random.default_rng([seed, 7])
     tok = policy.tokenizer
-    prompts = {task.id: policy.prompt_text(env.render_prompt(task, mode=mode, m=m)) for task in tasks}  # type: ignore[arg-type]
+    texts = [policy.prompt_text(env.render_prompt(task, mode=mode, m=m)) for task in tasks]  # type: ignore[arg-type]
+    # each task's prompt is tokenised once (the same ids a step's own call would give), not once per draw
+    prompts = dict(zip([task.id for task in tasks], tok(texts, add_special_tokens=False)["input_ids"], strict=True))
     optimizer = torch.optim.AdamW(policy.model.parameters(), lr=lr, weight_decay=0.01)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / 20) * max(0.1, 1 - s / steps))
     losses: list[float] = []
@@ -94,9 +96,8 @@ def warm_up(
     policy.model.train()
     for step in range(first, steps):
         batch = [tasks[int(i)] for i in rng.integers(len(tasks), size=batch_size // demos_per_task)]
-        texts, completions, row_prompt = _draw_examples(env, batch, prompts, mode, m, demos_per_task, rng)
+        prompt_ids, completions, row_prompt = _draw_examples(env, batch, prompts, mode, m, demos_per_task, rng)
         completions = [completion + tok.eos_token for completion in completions]
-        prompt_ids = tok(texts, add_special_tokens=False)["input_ids"]
         completion_ids = tok(completions, add_special_tokens=False)["input_ids"]
         if demos_per_task == 1:
             loss = completion_loss(policy, prompt_ids, completion_ids)
@@ -169,22 +170,31 @@ def _restore(
 def _draw_examples(
     env: TextEnv[Any, Any],
     batch: Sequence[Task[Any]],
-    prompts: dict[str, str],
+    prompts: dict[str, list[int]],
     mode: str,
     m: int,
     demos_per_task: int,
     rng: np.random.Generator,
-) -> tuple[list[str], list[str], list[int]]:
+) -> tuple[list[list[int]], list[str], list[int]]:
     """One step's examples: each drawn task's demonstrations (tasks without one are passed over).
 
+    Args:
+        env: Writes the demonstrations.
+        batch: The tasks the step drew.
+        prompts: The token ids of each task's prompt, by task id.
+        mode: The method's prompt mode.
+        m: Answers per completion in multi mode.
+        demos_per_task: Demonstrations drawn for each task.
+        rng: The demonstration sampler.
+
     Returns:
-        (the step's distinct prompt texts, the completions (without EOS), the index in the prompt texts of
+        (the step's distinct prompts' token ids, the completions (without EOS), the index in the prompts of
         each completion's prompt).
 
     Raises:
         ConfigError: If no task of the step has a demonstration.
     """
-    texts: list[str] = []
+    prompt_ids: list[list[int]] = []
     completions: list[str] = []
     row_prompt: list[int] = []
     for task in batch:
@@ -192,15 +202,15 @@ def _draw_examples(
         kept = [completion for completion in drawn if completion is not None]
         if not kept:
             continue
-        texts.append(prompts[task.id])
+        prompt_ids.append(prompts[task.id])
         completions.extend(kept)
-        row_prompt.extend([len(texts) - 1] * len(kept))
-    if not texts:
+        row_prompt.extend([len(prompt_ids) - 1] * len(kept))
+    if not prompt_ids:
         raise ConfigError(
             f"{env.env_id} offers no demonstrations or reference completions to warm up on; pass "
             "model=<a warm-started model dir> or warmup_steps=0."
         )
-    return texts, completions, row_prompt
+    return prompt_ids, completions, row_prompt
 
 
 def completion_loss(
