@@ -71,7 +71,7 @@ import numpy as np
 from vpo_core import strict_json
 from vpo_core.cli_config import HelpRequested, option, parse_config
 from vpo_core.errors import ConfigError, DataFileError, MissingDataError, RunDirError, ServerError, UserError
-from vpo_core.evaluation.metrics import KS, MetricName, markdown_table, pool_curve, pool_summary, task_pool_metrics
+from vpo_core.evaluation.metrics import KS, markdown_table, pool_curve, pool_summary, task_pool_metrics
 from vpo_core.evaluation.pool_file import new_pool, package_versions, save_pool
 from vpo_core.evaluation.reporting import (
     BOOTSTRAP_RESAMPLES,
@@ -880,11 +880,11 @@ def _row_metrics(
     per_task = [task_pool_metrics(env, t, p, mode=mode, ks=ks) for t, p in zip(tasks, task_pools, strict=True)]
     for task, task_row, pool in zip(tasks, per_task, task_pools, strict=True):
         flat = pool[..., : env.spec_for(task).dim].reshape(-1, env.spec_for(task).dim)  # generation order
-        task_row.update({MetricName("diversity", k): reward_diversity(flat[:k]) for k in ks})
+        task_row.update({f"diversity@{k}": reward_diversity(flat[:k]) for k in ks})
     metrics = pool_summary(env, tasks, task_pools, per_task, mode=mode, ks=ks)
     errors = standard_errors(env, tasks, task_pools, per_task, metrics)
     curve = pool_curve(env, tasks, task_pools, mode=mode)
-    return {str(k): v for k, v in metrics.items()}, {str(k): v for k, v in errors.items()}, curve
+    return metrics, errors, curve
 
 
 def _with_error(metrics: dict[str, Any], errors: dict[str, Any], key: str) -> str:
