@@ -64,7 +64,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -84,11 +84,9 @@ from vpo_core.evaluation.reporting import (
 from vpo_core.models.settings import SamplingSettings
 from vpo_core.registry import DEFAULT_ENV
 
-__all__ = ["BACKENDS", "SCHEMA_VERSION", "EvalConfig", "evaluate", "main"]
+__all__ = ["SCHEMA_VERSION", "EvalConfig", "evaluate", "main"]
 
 SCHEMA_VERSION = RESULTS_SCHEMA_VERSION
-BACKENDS = ("auto", "openai", "transformers", "vllm")
-CONDITIONING_CHOICES = ("both", "w_star", "dirichlet")
 
 
 @dataclass
@@ -101,7 +99,9 @@ class EvalConfig:
     )
     split: str = option("test", "task split")
     tasks: int | None = option(None, "evaluate the first N tasks of the split (default: all)")
-    backend: str = option("auto", "openai (a server at base_url=), transformers, vllm, or auto")
+    backend: Literal["auto", "openai", "transformers", "vllm"] = option(
+        "auto", "openai (a server at base_url=), transformers, vllm, or auto"
+    )
     checkpoints: str = option(
         "",
         "local backends: comma-separated run directories (dir@init: the warm-started model; dir@step50: the snapshot "
@@ -110,18 +110,24 @@ class EvalConfig:
     base_url: str | None = option(None, "openai backend: the API root, e.g. http://127.0.0.1:8000/v1 (vllm serve)")
     model: str | None = option(None, "openai backend: the served model name (default: the first the server lists)")
     api_key: str = option("EMPTY", "openai backend: bearer token (vllm serve without --api-key accepts any)")
-    api: str = option("chat", "openai backend: chat (the server renders the template) or completions (tokenizer=)")
-    server: str = option("auto", "openai backend: vllm (sends vLLM's extra fields), other, or auto (as it says)")
+    api: Literal["chat", "completions"] = option(
+        "chat", "openai backend: chat (the server renders the template) or completions (tokenizer=)"
+    )
+    server: Literal["auto", "vllm", "other"] = option(
+        "auto", "openai backend: vllm (sends vLLM's extra fields), other, or auto (as it says)"
+    )
     tokenizer: str | None = option(
         None, "openai backend: the model's tokenizer dir: renders prompts (api=completions), knows the pre-fill"
     )
     timeout: float = option(600.0, "openai backend: seconds per request")
     concurrency: int = option(8, "openai backend: requests in flight (one task each)")
-    template_options: str = option(
+    template_options: Literal["profile", "none"] = option(
         "profile", "chat-template options: the env profile's (profile; a server needs to be vLLM) or none"
     )
     method: str | None = option(None, "the method of an HF model dir or a served model (gives mode, m and goal suffix)")
-    mode: str | None = option(None, "prompt mode without method= (single or multi; default multi when m > 1)")
+    mode: Literal["single", "multi"] | None = option(
+        None, "prompt mode without method= (single or multi; default multi when m > 1)"
+    )
     m: int | None = option(None, "answers per completion (default: the method's, or 3 in multi mode)")
     samples: int | None = option(None, "candidates per task and seed (default: env.profile.eval_samples)")
     seeds: int | None = option(None, "evaluation seeds, pools concatenated (default: env.profile.eval_seeds)")
@@ -132,7 +138,9 @@ class EvalConfig:
     ks: list[int] | None = option(  # noqa: RUF009 - option() is dataclasses.field with a help text
         None, f"k of best@k, pass@k and E_w[best@k], e.g. ks=[3,6]; default {list(KS)} where the pools allow"
     )
-    conditioning: str = option("both", "goal-conditioned checkpoints: both, w_star or dirichlet (w ~ Dir(1) per task)")
+    conditioning: Literal["both", "w_star", "dirichlet"] = option(
+        "both", "goal-conditioned checkpoints: both, w_star or dirichlet (w ~ Dir(1) per task)"
+    )
     goal_seed: int = option(0, "seed of the per-task Dir(1) goal weights")
     batch: int = option(16, "local backends: prompts sampled together")
     device: str = option("auto", "transformers backend: auto (cuda when available), cpu or cuda")
@@ -147,8 +155,6 @@ class EvalConfig:
     progress: bool = option(True, "print a progress line as tasks are done")
 
     def __post_init__(self) -> None:
-        if self.backend not in BACKENDS:
-            raise ValueError(f"backend must be one of {BACKENDS}, got {self.backend!r}.")
         served = self.backend == "openai" or (self.backend == "auto" and self.base_url)
         if served and not self.base_url:
             raise ValueError(
@@ -162,17 +168,6 @@ class EvalConfig:
             raise ValueError(
                 f"backend={self.backend} samples local checkpoints; drop base_url= or pass backend=openai."
             )
-        choices = {
-            "conditioning": CONDITIONING_CHOICES,
-            "api": ("chat", "completions"),
-            "server": ("auto", "vllm", "other"),
-            "template_options": ("profile", "none"),
-        }
-        for key, allowed in choices.items():
-            if getattr(self, key) not in allowed:
-                raise ValueError(f"{key} must be one of {allowed}, got {getattr(self, key)!r}.")
-        if self.mode is not None and self.mode not in ("single", "multi"):
-            raise ValueError(f"mode must be single or multi, got {self.mode!r}.")
         for key in ("tasks", "samples", "seeds", "max_new_tokens", "m"):
             value = getattr(self, key)
             if value is not None and value < 1:
@@ -195,62 +190,13 @@ class EvalConfig:
         return self.base_url is not None
 
 
-# ------------------------------------------------------------------------------- old spellings
-OLD_FLAGS = {
-    "--env": "env",
-    "--base-url": "base_url",
-    "--model": "model",
-    "--api-key": "api_key",
-    "--out": "out",
-    "--split": "split",
-    "--limit": "tasks",
-    "--samples": "samples",
-    "--mode": "mode",
-    "-m": "m",
-    "--m": "m",
-    "--temperature": "temperature",
-    "--top-p": "top_p",
-    "--max-tokens": "max_new_tokens",
-    "--concurrency": "concurrency",
-    "--seed": "seed",
-    "--timeout": "timeout",
-    "--env-option": "env.",
-    "--server": "server",
-    "--template-options": "template_options",
-    "--tokenizer": "tokenizer",
-    "--resume": "resume",
-}
-"""vpo-eval's former ``--flags`` and the key each became (``--env-option k=v`` is ``env.k=v``)."""
-
 RENAMED = {
     "endpoint": "base_url",
     "served_model": "model",
     "max_workers": "concurrency",
     "request_timeout_s": "timeout",
 }
-"""apps/evaluate.py's former option names and the key each became."""
-
-
-def _refuse_old_spellings(argv: Sequence[str]) -> None:
-    """Refuse vpo-eval's former ``--flags`` (the whole command in ``key=value`` form) and apps/evaluate.py's names."""
-    if not any(a.split("=", 1)[0] in OLD_FLAGS for a in argv):
-        for key, _, value in (arg.partition("=") for arg in argv):
-            if key in RENAMED:
-                raise ConfigError(f"option {key}= is now {RENAMED[key]}=; write {RENAMED[key]}={value}.")
-        return
-    written: list[str] = []
-    rest = list(argv)
-    while rest:
-        arg = rest.pop(0)
-        flag, eq, value = arg.partition("=")
-        found = OLD_FLAGS.get(flag)
-        if found is None or found == "resume":
-            written.append(arg if found is None else "resume=true")
-            continue
-        if not eq:
-            value = rest.pop(0) if rest else "..."
-        written.append(f"env.{value}" if found == "env." else f"{found}={value}")
-    raise ConfigError(f"options are written key=value: write {' '.join(written)}")
+"""apps/evaluate.py's former option names and the key each became (refused, naming the new one)."""
 
 
 # ------------------------------------------------------------------------------------ targets
@@ -1091,9 +1037,8 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "vpo-eval") -> int:
     """
     args = list(sys.argv[1:] if argv is None else argv)
     try:
-        _refuse_old_spellings(args)
         config = parse_config(
-            EvalConfig, args, prog=prog, description=__doc__ or "", passthrough={"env": "env_options"}
+            EvalConfig, args, prog=prog, description=__doc__ or "", passthrough={"env": "env_options"}, renamed=RENAMED
         )
         results = evaluate(config)
     except HelpRequested as exc:
