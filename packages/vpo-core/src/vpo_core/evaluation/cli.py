@@ -872,10 +872,7 @@ def _env_and_tasks(config: EvalConfig) -> tuple[str, Any, list[Any]]:
     """
     from vpo_core.registry import check_env_options, env_tasks, make_env
 
-    try:
-        env_id, options = check_env_options(config.env, config.env_options, warn=_log)
-    except KeyError as exc:  # the registry's check of the id the user wrote
-        raise ConfigError(_message(exc)) from None
+    env_id, options = check_env_options(config.env, config.env_options, warn=_log)
     config.env, config.env_options = env_id, options
     env = make_env(env_id, options)
     try:
