@@ -714,13 +714,12 @@ def _append(sink: Any, records: list[dict[str, Any]], log_file: Path) -> None:
 
 
 def _sample_row(
-    sampler: Any, env: Any, tasks: Sequence[Any], row: Row, *, log_file: Path | None, resume: bool, how: dict[str, Any]
+    sampler: Any, env: Any, tasks: Sequence[Any], row: Row, config: EvalConfig, *, log_file: Path | None
 ) -> list[list[dict[str, Any]]]:
-    """Sample and score every task of `row` (in task order), continuing `log_file` on resume.
+    """Sample and score every task of `row` (in task order), continuing `log_file` on ``resume=true``.
 
-    Tasks are sampled in chunks of ``how["chunk"]`` (one task per request for a server, ``batch=``
-    prompts for a local model), ``how["in_flight"]`` chunks at once (threads that only wait on a
-    server; `_requested`). The answers are taken in task order, scored here and appended to the log,
+    Tasks are sampled in chunks (one task per request for a server, ``batch=`` prompts for a local
+    model), ``concurrency=`` chunks at once for a server (threads that only wait on it; `_requested`). The answers are taken in task order, scored here and appended to the log,
     so the log is always a prefix of the task order and an error stops at its task (the ones before it
     are written).
 
@@ -729,9 +728,8 @@ def _sample_row(
         env: The environment.
         tasks: The T tasks.
         row: The row (its settings say mode, m, completions, seeds and sampling).
+        config: The options (``batch``, ``concurrency``, ``resume``, ``goal_seed``, ``progress``).
         log_file: The sample log, or None (not logged).
-        resume: Continue `log_file`: its complete tasks are re-scored, not sampled.
-        how: ``chunk``, ``in_flight``, ``weights`` (per-task goal weights or None) and ``progress`` (bool).
 
     Returns:
         Per task, its records (``sample`` = seed index x completions + completion index).
@@ -739,14 +737,20 @@ def _sample_row(
     Raises:
         DataFileError: A damaged sample log or an out= that cannot be written.
     """
-    s, weights, chunk, in_flight = row.settings, how["weights"], how["chunk"], how["in_flight"]
+    from vpo_core.evaluation.sampling import goal_weights_for_eval
+
+    s, served = row.settings, row.settings["backend"] == "openai"
+    chunk, in_flight = (1, config.concurrency) if served else (config.batch, 1)
+    weights = None
+    if row.conditioning is not None:
+        weights = goal_weights_for_eval(env, tasks, row.conditioning, seed=config.goal_seed)
     n = s["completions_per_task"] * s["seeds"]
 
     def messages(i: int) -> Any:
         goal = None if weights is None else weights[i]
         return env.render_prompt(tasks[i], mode=s["mode"], m=s["m"], goal_weights=goal)
 
-    done = _resumed(env, tasks, row, log_file, messages) if resume and log_file is not None else {}
+    done = _resumed(env, tasks, row, log_file, messages) if config.resume and log_file is not None else {}
     if log_file is not None:  # the log rewritten with the re-scored tasks only (a task cut short goes)
         _write(log_file, "".join(strict_json.dumps(r) + "\n" for i in sorted(done) for r in done[i]))
     todo = [i for i in range(len(tasks)) if i not in done]
@@ -780,7 +784,7 @@ def _sample_row(
                     if log_file is not None:
                         _append(sink, done[i], log_file)
                 finished += len(indices)
-                if how["progress"] and (finished % max(chunk, in_flight) == 0 or not pending):
+                if config.progress and (finished % max(chunk, in_flight) == 0 or not pending):
                     _log(
                         f"[{finished}/{len(tasks)} tasks] {_shown(row.label)}: {finished * n} completions sampled and scored"
                     )
@@ -961,12 +965,7 @@ def _evaluate_row(
     sampler: Any, env: Any, tasks: Sequence[Any], row: Row, config: EvalConfig, *, log_file: Path | None, ks: list[int]
 ) -> RowResult:
     """Sample, score and save one row: its pool file (always) and its results.json entry."""
-    from vpo_core.evaluation.sampling import goal_weights_for_eval
-
     s = row.settings
-    weights = None
-    if row.conditioning is not None:
-        weights = goal_weights_for_eval(env, tasks, row.conditioning, seed=config.goal_seed)
     sources = {"server": "learned from the server's /tokenize", "tokenizer": "from tokenizer="}
     source = getattr(sampler, "prefill_source", None)
     note = f"; the template pre-fills {_shown(repr(sampler.prefill))} ({sources[source]})" if source in sources else ""
@@ -974,11 +973,8 @@ def _evaluate_row(
          f"{s['samples']} candidates x {s['seeds']} seed(s) ({s['mode']}, m={s['m']}), temperature {s['temperature']}, "
          f"top-p {s['top_p']}, max_new_tokens {s['max_new_tokens']}, chat template {s['chat_template_kwargs']} "
          f"(defaults from {s['env']}'s evaluation profile){note}")  # fmt: skip
-    served = s["backend"] == "openai"
-    how: dict[str, Any] = {"chunk": 1 if served else config.batch, "in_flight": config.concurrency if served else 1}
-    how |= {"weights": weights, "progress": config.progress}
     missing_before = int(getattr(sampler, "bad_completions", 0) or 0)
-    records = _sample_row(sampler, env, tasks, row, log_file=log_file, resume=config.resume, how=how)
+    records = _sample_row(sampler, env, tasks, row, config, log_file=log_file)
     missing = int(getattr(sampler, "bad_completions", 0) or 0) - missing_before
     if missing:
         _log(
