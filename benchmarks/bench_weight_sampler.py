@@ -44,7 +44,7 @@ def maze_groups(n_groups: int) -> tuple[np.ndarray, np.ndarray]:
         rows = []
         for _ in range(G):
             text = env.demonstration(task, mode="multi", m=M, rng=rng)
-            rows.append(env.training_rewards(task, env.parse(task, text, mode="multi", m=M)))
+            rows.append(env.score_completion(task, text, mode="multi", m=M).training_rewards)
         groups.append(np.stack(rows))
     return np.stack(groups), env.reward_spec.w_star
 

@@ -86,7 +86,9 @@ def test_multi_answers_and_dedupe(env):
     text = f"<response_1>{right}</response_1><response_2>{right}</response_2><response_3>{wrong}</response_3>"
     cands = env.parse(task, text, mode="multi", m=3)
     np.testing.assert_array_equal(env.rewards(task, cands), [[1] * 5, [1] * 5, [0, 1, 1, 1, 1]])
-    np.testing.assert_array_equal(env.training_rewards(task, cands), [[1] * 5, [0, 1, 1, 1, 1], [0] * 5])
+    np.testing.assert_array_equal(
+        env.dedupe_rewards(task, cands, env.rewards(task, cands)), [[1] * 5, [0, 1, 1, 1, 1], [0] * 5]
+    )
 
 
 @settings(max_examples=200, deadline=None)

@@ -86,7 +86,9 @@ def test_rewards_are_per_test_pass_indicators():
     text = f"<response_1>{two_sum}</response_1><response_2>{two_sum}</response_2><response_3>nothing</response_3>"
     cands = _ENV.parse(functional_task, text, mode="multi", m=3)
     np.testing.assert_array_equal(_ENV.rewards(functional_task, cands), [[1, 1], [1, 1], [0, 0]])
-    np.testing.assert_array_equal(_ENV.training_rewards(functional_task, cands), [[1, 1], [0, 0], [0, 0]])
+    np.testing.assert_array_equal(
+        _ENV.dedupe_rewards(functional_task, cands, _ENV.rewards(functional_task, cands)), [[1, 1], [0, 0], [0, 0]]
+    )
     assert _ENV.dedup_key(functional_task, cands[0]) == _ENV.dedup_key(functional_task, cands[1])
 
 

@@ -65,6 +65,8 @@ def test_hostile_programs_score_zeros_without_raising():
                 text if mode == "single" else "".join(f"<response_{i}>{text}</response_{i}>" for i in (1, 2, 3))
             )
             candidates = env.parse(task, completion, mode=mode, m=m)
-            np.testing.assert_array_equal(env.training_rewards(task, candidates), np.zeros((m, 3)))
+            np.testing.assert_array_equal(
+                env.dedupe_rewards(task, candidates, env.rewards(task, candidates)), np.zeros((m, 3))
+            )
             for candidate in candidates:
                 env.dedup_key(task, candidate)

@@ -26,7 +26,7 @@ INERT = {".", "S", "B"}  # cells whose entry the reward does not see
 
 def _training(task, *routes: str) -> np.ndarray:
     text = "".join(f"<route_{i}>{r}</route_{i}>" for i, r in enumerate(routes, start=1))
-    return ENV.training_rewards(task, ENV.parse(task, text, mode="multi", m=len(routes)))
+    return ENV.score_completion(task, text, mode="multi", m=len(routes)).training_rewards
 
 
 def _detours(maze: Maze, route: tuple[int, ...]) -> list[tuple[int, ...]]:

@@ -178,7 +178,7 @@ def test_training_rewards_dedupe_routes_by_moves(env):
     ref = env.reference_completion(task)[len("<answer>") : -len("</answer>")]
     text = f"<route_1>{ref}</route_1><route_2>{ref.lower()}</route_2><route_3></route_3>"
     cands = env.parse(task, text, mode="multi", m=3)
-    training = env.training_rewards(task, cands)
+    training = env.dedupe_rewards(task, cands, env.rewards(task, cands))
     np.testing.assert_array_equal(training[1:], 0.0)
     assert training[0, 0] == 1.0
 

@@ -15,7 +15,7 @@ GOLD, DIAMOND = "RIGHT RIGHT DOWN DOWN", "DOWN DOWN RIGHT RIGHT"
 
 def _training(*routes: str) -> np.ndarray:
     text = "".join(f"<route_{i}>{r}</route_{i}>" for i, r in enumerate(routes, start=1))
-    return ENV.training_rewards(TASK, ENV.parse(TASK, text, mode="multi", m=len(routes)))
+    return ENV.score_completion(TASK, text, mode="multi", m=len(routes)).training_rewards
 
 
 @pytest.mark.parametrize(
@@ -51,4 +51,6 @@ def test_routes_that_differ_in_what_is_scored_stay_distinct():
         short, "<route_1>RIGHT DOWN RIGHT DOWN DOWN</route_1><route_2>" + GOLD + "</route_2>", mode="multi", m=2
     )
     # with a budget of 4 the wall bump costs the exit: the routes are scored differently, so not duplicates
-    np.testing.assert_array_equal(ENV.training_rewards(short, bumped), [[0, 0, 0, 0], [1, 1, 0, 1]])
+    np.testing.assert_array_equal(
+        ENV.dedupe_rewards(short, bumped, ENV.rewards(short, bumped)), [[0, 0, 0, 0], [1, 1, 0, 1]]
+    )

@@ -99,7 +99,9 @@ def test_multi_answers_repeated_are_deduplicated(env):
     text = "".join(f"<response_{i}>{ref}</response_{i}>" for i in (1, 2, 3))
     cands = env.parse(task, text, mode="multi", m=3)
     np.testing.assert_array_equal(env.rewards(task, cands), np.ones((3, 5)))
-    np.testing.assert_array_equal(env.training_rewards(task, cands), [[1] * 5, [0] * 5, [0] * 5])
+    np.testing.assert_array_equal(
+        env.dedupe_rewards(task, cands, env.rewards(task, cands)), [[1] * 5, [0] * 5, [0] * 5]
+    )
     assert env.parse(task, text.replace("response_2", "RESPONSE_2"), mode="multi", m=3)[1].answer is None
 
 

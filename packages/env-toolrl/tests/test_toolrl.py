@@ -197,7 +197,9 @@ def test_multi_mode_parses_response_tags_and_dedupes_by_vector(env):
     text = f"<response_1>{gold}</response_1> <response_2>{gold}</response_2> <response_3></response_3>"
     cands = env.parse(task, text, mode="multi", m=3)
     np.testing.assert_array_equal(env.rewards(task, cands), [[1] * 4, [1] * 4, [0] * 4])
-    np.testing.assert_array_equal(env.training_rewards(task, cands), [[1] * 4, [0] * 4, [0] * 4])
+    np.testing.assert_array_equal(
+        env.dedupe_rewards(task, cands, env.rewards(task, cands)), [[1] * 4, [0] * 4, [0] * 4]
+    )
 
 
 # ----------------------------------------------------------------------------------- loader

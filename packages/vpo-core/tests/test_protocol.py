@@ -139,7 +139,7 @@ def test_training_rewards_dedupe_by_reward_vector():
     task = env.tasks("train")[2]  # payload (0, 0, 2)
     text = render_numbered("response", ["0 0 2", "0 0 2", "9 9 9", "0 1 2"])
     np.testing.assert_array_equal(
-        env.training_rewards(task, env.parse(task, text, mode="multi", m=4)),
+        env.score_completion(task, text, mode="multi", m=4).training_rewards,
         [[1, 1, 1], [0, 0, 0], [1, 0, 1], [0, 0, 0]],
     )
 
@@ -316,7 +316,9 @@ def test_one_scoring_step_returns_raw_and_deduplicated_rewards_from_one_rewards_
     assert env.calls == 1
     np.testing.assert_array_equal(scored.rewards, [[1, 1, 1], [1, 1, 1], [1, 1, 0]])
     np.testing.assert_array_equal(scored.training_rewards, [[1, 1, 1], [1, 1, 0], [0, 0, 0]])
-    np.testing.assert_array_equal(scored.training_rewards, env.training_rewards(task, scored.candidates))
+    np.testing.assert_array_equal(
+        scored.training_rewards, env.dedupe_rewards(task, scored.candidates, env.rewards(task, scored.candidates))
+    )
     single = env.score_completion(task, "0 0 1", mode="single", m=1)
     assert single.training_rewards is single.rewards  # nothing to de-duplicate in single mode
     assert [c.answer for c in scored.candidates] == [(0, 0, 1), (0, 0, 1), (0, 0, 9)]

@@ -60,7 +60,7 @@ class ScoredCompletion(Generic[A]):
         candidates: The m parsed candidates.
         rewards: Their vector rewards, shape (m, d): what metrics and evaluation report.
         training_rewards: The rewards training uses, shape (m, d): in multi mode duplicates zeroed and
-            moved to the end (`TextEnv.training_rewards`), in single mode the same array as `rewards`.
+            moved to the end (`TextEnv.dedupe_rewards`), in single mode the same array as `rewards`.
     """
 
     candidates: list[Candidate[A]]
@@ -406,17 +406,6 @@ class TextEnv(ABC, Generic[P, A]):
         """
         keys = [self.dedup_key(task, c) for c in candidates]
         return dedupe_reward_rows(np.asarray(rewards, dtype=np.float64), None if all(k is None for k in keys) else keys)
-
-    def training_rewards(self, task: Task[P], candidates: Sequence[Candidate[A]]) -> NDArray[np.float64]:
-        """Rewards with duplicates zeroed, as used for training in multi mode (computes `rewards`).
-
-        Engines use `score_completion`, which returns these together with the raw rewards from one
-        `rewards` call.
-
-        Returns:
-            Rewards, shape (k, d).
-        """
-        return self.dedupe_rewards(task, candidates, self.rewards(task, candidates))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(env_id={getattr(self, 'env_id', '?')!r})"

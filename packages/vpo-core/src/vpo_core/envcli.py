@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import sys
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -29,7 +30,7 @@ import numpy as np
 from vpo_core.cli_config import ConfigError, HelpRequested, exit_status, option, parse_config, split_command
 from vpo_core.env import TextEnv
 from vpo_core.env_options import check_options
-from vpo_core.evaluation.metrics import MetricName, metric_name, pool_summary
+from vpo_core.evaluation.metrics import pool_summary
 from vpo_core.types import Mode
 
 __all__ = ["ExportOptions", "RenderOptions", "ScoreOptions", "main", "score_pools"]
@@ -145,12 +146,10 @@ def score_pools(
 
     def group(stat: str, dim: str | None = None) -> dict[str, float]:
         """The @k metrics of one statistic (and dimension), by name (``best@5``; ``best@5`` of `dim`)."""
-        names = [metric_name(key) for key in metrics]
-        return {
-            (MetricName(name.stat, name.k) if dim is not None else name): round(metrics[name], 6)
-            for name in names
-            if name.stat == stat and name.k is not None and name.dim == dim
-        }
+        head, close = (stat[:-1], "]") if stat.endswith("]") else (stat, "")  # E_w[best] -> E_w[best@k]
+        at_k = re.compile(re.escape(head) + "@([0-9]+)" + re.escape(close + ("" if dim is None else f"[{dim}]")))
+        found = {key: at_k.fullmatch(key) for key in metrics}
+        return {f"{head}@{k[1]}{close}": round(metrics[key], 6) for key, k in found.items() if k}
 
     summary["best_at_k"] = group("best")
     summary["pass_at_k"] = group("pass")

@@ -107,7 +107,7 @@ def linear_reward(rewards: ArrayLike, w: ArrayLike) -> NDArray[np.float64]:
 def multi_rlvr_reward(rewards: ArrayLike, w_star: ArrayLike) -> NDArray[np.float64]:
     """Multi-RLVR as run for the VPO paper: the sum of w*·r over a completion's candidates.
 
-    The matrix must already be de-duplicated and zero-padded (`TextEnv.training_rewards`), so a
+    The matrix must already be de-duplicated and zero-padded (`TextEnv.score_completion`), so a
     duplicate is worth a missing answer (the VPO authors' Multi-RLVR baseline).
 
     Args:

@@ -193,10 +193,13 @@ def check_env_options(
         the ``module:Class`` form).
 
     Raises:
-        KeyError: If no installed env has that id (the message lists the installed ones).
-        ConfigError: If an option is not the constructor's or has the wrong type.
+        ConfigError: If no installed env has that id (the message lists the installed ones), or an option
+            is not the constructor's or has the wrong type.
     """
-    cls = resolve_env_class(env_id)
+    try:
+        cls = resolve_env_class(env_id)
+    except KeyError as exc:  # the id the user wrote
+        raise ConfigError(exc.args[0] if exc.args else str(exc)) from None
     canonical = env_id if ":" in env_id else str(cls.env_id)
     if canonical != env_id and warn is not None:
         warn(

@@ -228,9 +228,9 @@ def _check_parse(env: TextEnv[Any, Any], task: Task[Any], text: str, mode: str, 
     again = env.rewards(task, env.parse(task, text, mode=mode, m=m))  # type: ignore[arg-type]
     if not np.array_equal(rewards, again):
         _fail(f"{where}: rewards of task {task.id} are not deterministic for input {text[:80]!r}.")
-    training = np.asarray(env.training_rewards(task, candidates))
+    training = np.asarray(env.dedupe_rewards(task, candidates, raw))
     if training.shape != rewards.shape:
-        _fail(f"{where}: training_rewards shape {training.shape} differs from rewards shape {rewards.shape}.")
+        _fail(f"{where}: dedupe_rewards shape {training.shape} differs from rewards shape {rewards.shape}.")
     return rewards
 
 

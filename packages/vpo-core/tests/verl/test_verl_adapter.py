@@ -499,7 +499,7 @@ def test_reward_manager_returns_the_methods_rollout_scalar(tokenizer, method):
     config = OmegaConf.create({"algorithm": {"vpo": {"seed": 3, "num_weights": 50}}})
     manager = get_reward_manager_cls("vpo")(config, tokenizer, None)
     out = asyncio.run(manager.run_single(_trajectory(tokenizer, row, text, "uid-7")))
-    train = env.training_rewards(task, env.parse(task, text, mode=mode, m=m))
+    train = env.score_completion(task, text, mode=mode, m=m).training_rewards
     goal = np.asarray(row["extra_info"]["goal_weights"])[None] if method == "goal_cond" else None
     expected = rollout_scalars(
         RolloutBatch.of(train[None, None], w_star=env.reward_spec.w_star, keys=["uid-7"], goal_weights=goal),
@@ -531,7 +531,7 @@ def test_reward_manager_draws_sobol_weights_when_asked(tokenizer):
     config = OmegaConf.create({"algorithm": {"vpo": {"seed": 3, "num_weights": 16, "weight_sampler": "sobol"}}})
     manager = get_reward_manager_cls("vpo")(config, tokenizer, None)
     out = asyncio.run(manager.run_single(_trajectory(tokenizer, row, text, "uid-7")))
-    train = env.training_rewards(task, env.parse(task, text, mode="multi", m=3))
+    train = env.score_completion(task, text, mode="multi", m=3).training_rewards
     weights = sobol_weights(4, 16, ["uid-7"], seed=3)[0]
     assert out["reward_score"] == pytest.approx(float(np.mean((train @ weights.T).max(axis=0))), rel=1e-9)
 

@@ -5,7 +5,7 @@
 - `vpo_core.evaluation.pool_file`: `SavedPool`, the one writer `save_pool` and the one reader
   `load_pool` (the pool with its env, mode, per-task specs, sampling settings and versions);
 - `vpo_core.evaluation.metrics`: the paper's metrics of pools (one k-loop, one best@k estimator of a
-  pool, `best_at_k_of_pool`), with structured metric names (`MetricName`) and the markdown table;
+  pool, `best_at_k_of_pool`) and the markdown table;
 - `vpo_core.evaluation.reporting`: what makes evaluations comparable: bootstrap standard errors over
   tasks (`standard_errors`), the settings digest (`settings_digest`) and the results schema version;
   a training run's before/after comparison (`before_after`, in `sampling` beside `EvalResult`);
@@ -20,11 +20,9 @@ from __future__ import annotations
 
 from vpo_core.evaluation.metrics import (
     KS,
-    MetricName,
     best_at_k_curve_of_pool,
     best_at_k_of_pool,
     markdown_table,
-    metric_name,
     pool_curve,
     pool_metrics,
     pool_summary,
@@ -47,7 +45,6 @@ __all__ = [
     "CONDITIONINGS",
     "KS",
     "EvalResult",
-    "MetricName",
     "Sampler",
     "SavedPool",
     "before_after",
@@ -57,7 +54,6 @@ __all__ = [
     "goal_weights_for_eval",
     "load_pool",
     "markdown_table",
-    "metric_name",
     "new_pool",
     "package_versions",
     "pool_curve",

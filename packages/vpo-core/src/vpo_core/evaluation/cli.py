@@ -64,14 +64,14 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from vpo_core import strict_json
 from vpo_core.cli_config import HelpRequested, option, parse_config
 from vpo_core.errors import ConfigError, DataFileError, MissingDataError, RunDirError, ServerError, UserError
-from vpo_core.evaluation.metrics import KS, MetricName, markdown_table, pool_curve, pool_summary, task_pool_metrics
+from vpo_core.evaluation.metrics import KS, markdown_table, pool_curve, pool_summary, task_pool_metrics
 from vpo_core.evaluation.pool_file import new_pool, package_versions, save_pool
 from vpo_core.evaluation.reporting import (
     BOOTSTRAP_RESAMPLES,
@@ -84,11 +84,9 @@ from vpo_core.evaluation.reporting import (
 from vpo_core.models.settings import SamplingSettings
 from vpo_core.registry import DEFAULT_ENV
 
-__all__ = ["BACKENDS", "SCHEMA_VERSION", "EvalConfig", "evaluate", "main"]
+__all__ = ["SCHEMA_VERSION", "EvalConfig", "evaluate", "main"]
 
 SCHEMA_VERSION = RESULTS_SCHEMA_VERSION
-BACKENDS = ("auto", "openai", "transformers", "vllm")
-CONDITIONING_CHOICES = ("both", "w_star", "dirichlet")
 
 
 @dataclass
@@ -101,7 +99,9 @@ class EvalConfig:
     )
     split: str = option("test", "task split")
     tasks: int | None = option(None, "evaluate the first N tasks of the split (default: all)")
-    backend: str = option("auto", "openai (a server at base_url=), transformers, vllm, or auto")
+    backend: Literal["auto", "openai", "transformers", "vllm"] = option(
+        "auto", "openai (a server at base_url=), transformers, vllm, or auto"
+    )
     checkpoints: str = option(
         "",
         "local backends: comma-separated run directories (dir@init: the warm-started model; dir@step50: the snapshot "
@@ -110,18 +110,24 @@ class EvalConfig:
     base_url: str | None = option(None, "openai backend: the API root, e.g. http://127.0.0.1:8000/v1 (vllm serve)")
     model: str | None = option(None, "openai backend: the served model name (default: the first the server lists)")
     api_key: str = option("EMPTY", "openai backend: bearer token (vllm serve without --api-key accepts any)")
-    api: str = option("chat", "openai backend: chat (the server renders the template) or completions (tokenizer=)")
-    server: str = option("auto", "openai backend: vllm (sends vLLM's extra fields), other, or auto (as it says)")
+    api: Literal["chat", "completions"] = option(
+        "chat", "openai backend: chat (the server renders the template) or completions (tokenizer=)"
+    )
+    server: Literal["auto", "vllm", "other"] = option(
+        "auto", "openai backend: vllm (sends vLLM's extra fields), other, or auto (as it says)"
+    )
     tokenizer: str | None = option(
         None, "openai backend: the model's tokenizer dir: renders prompts (api=completions), knows the pre-fill"
     )
     timeout: float = option(600.0, "openai backend: seconds per request")
     concurrency: int = option(8, "openai backend: requests in flight (one task each)")
-    template_options: str = option(
+    template_options: Literal["profile", "none"] = option(
         "profile", "chat-template options: the env profile's (profile; a server needs to be vLLM) or none"
     )
     method: str | None = option(None, "the method of an HF model dir or a served model (gives mode, m and goal suffix)")
-    mode: str | None = option(None, "prompt mode without method= (single or multi; default multi when m > 1)")
+    mode: Literal["single", "multi"] | None = option(
+        None, "prompt mode without method= (single or multi; default multi when m > 1)"
+    )
     m: int | None = option(None, "answers per completion (default: the method's, or 3 in multi mode)")
     samples: int | None = option(None, "candidates per task and seed (default: env.profile.eval_samples)")
     seeds: int | None = option(None, "evaluation seeds, pools concatenated (default: env.profile.eval_seeds)")
@@ -132,7 +138,9 @@ class EvalConfig:
     ks: list[int] | None = option(  # noqa: RUF009 - option() is dataclasses.field with a help text
         None, f"k of best@k, pass@k and E_w[best@k], e.g. ks=[3,6]; default {list(KS)} where the pools allow"
     )
-    conditioning: str = option("both", "goal-conditioned checkpoints: both, w_star or dirichlet (w ~ Dir(1) per task)")
+    conditioning: Literal["both", "w_star", "dirichlet"] = option(
+        "both", "goal-conditioned checkpoints: both, w_star or dirichlet (w ~ Dir(1) per task)"
+    )
     goal_seed: int = option(0, "seed of the per-task Dir(1) goal weights")
     batch: int = option(16, "local backends: prompts sampled together")
     device: str = option("auto", "transformers backend: auto (cuda when available), cpu or cuda")
@@ -147,8 +155,6 @@ class EvalConfig:
     progress: bool = option(True, "print a progress line as tasks are done")
 
     def __post_init__(self) -> None:
-        if self.backend not in BACKENDS:
-            raise ValueError(f"backend must be one of {BACKENDS}, got {self.backend!r}.")
         served = self.backend == "openai" or (self.backend == "auto" and self.base_url)
         if served and not self.base_url:
             raise ValueError(
@@ -162,17 +168,6 @@ class EvalConfig:
             raise ValueError(
                 f"backend={self.backend} samples local checkpoints; drop base_url= or pass backend=openai."
             )
-        choices = {
-            "conditioning": CONDITIONING_CHOICES,
-            "api": ("chat", "completions"),
-            "server": ("auto", "vllm", "other"),
-            "template_options": ("profile", "none"),
-        }
-        for key, allowed in choices.items():
-            if getattr(self, key) not in allowed:
-                raise ValueError(f"{key} must be one of {allowed}, got {getattr(self, key)!r}.")
-        if self.mode is not None and self.mode not in ("single", "multi"):
-            raise ValueError(f"mode must be single or multi, got {self.mode!r}.")
         for key in ("tasks", "samples", "seeds", "max_new_tokens", "m"):
             value = getattr(self, key)
             if value is not None and value < 1:
@@ -195,62 +190,13 @@ class EvalConfig:
         return self.base_url is not None
 
 
-# ------------------------------------------------------------------------------- old spellings
-OLD_FLAGS = {
-    "--env": "env",
-    "--base-url": "base_url",
-    "--model": "model",
-    "--api-key": "api_key",
-    "--out": "out",
-    "--split": "split",
-    "--limit": "tasks",
-    "--samples": "samples",
-    "--mode": "mode",
-    "-m": "m",
-    "--m": "m",
-    "--temperature": "temperature",
-    "--top-p": "top_p",
-    "--max-tokens": "max_new_tokens",
-    "--concurrency": "concurrency",
-    "--seed": "seed",
-    "--timeout": "timeout",
-    "--env-option": "env.",
-    "--server": "server",
-    "--template-options": "template_options",
-    "--tokenizer": "tokenizer",
-    "--resume": "resume",
-}
-"""vpo-eval's former ``--flags`` and the key each became (``--env-option k=v`` is ``env.k=v``)."""
-
 RENAMED = {
     "endpoint": "base_url",
     "served_model": "model",
     "max_workers": "concurrency",
     "request_timeout_s": "timeout",
 }
-"""apps/evaluate.py's former option names and the key each became."""
-
-
-def _refuse_old_spellings(argv: Sequence[str]) -> None:
-    """Refuse vpo-eval's former ``--flags`` (the whole command in ``key=value`` form) and apps/evaluate.py's names."""
-    if not any(a.split("=", 1)[0] in OLD_FLAGS for a in argv):
-        for key, _, value in (arg.partition("=") for arg in argv):
-            if key in RENAMED:
-                raise ConfigError(f"option {key}= is now {RENAMED[key]}=; write {RENAMED[key]}={value}.")
-        return
-    written: list[str] = []
-    rest = list(argv)
-    while rest:
-        arg = rest.pop(0)
-        flag, eq, value = arg.partition("=")
-        found = OLD_FLAGS.get(flag)
-        if found is None or found == "resume":
-            written.append(arg if found is None else "resume=true")
-            continue
-        if not eq:
-            value = rest.pop(0) if rest else "..."
-        written.append(f"env.{value}" if found == "env." else f"{found}={value}")
-    raise ConfigError(f"options are written key=value: write {' '.join(written)}")
+"""apps/evaluate.py's former option names and the key each became (refused, naming the new one)."""
 
 
 # ------------------------------------------------------------------------------------ targets
@@ -768,13 +714,12 @@ def _append(sink: Any, records: list[dict[str, Any]], log_file: Path) -> None:
 
 
 def _sample_row(
-    sampler: Any, env: Any, tasks: Sequence[Any], row: Row, *, log_file: Path | None, resume: bool, how: dict[str, Any]
+    sampler: Any, env: Any, tasks: Sequence[Any], row: Row, config: EvalConfig, *, log_file: Path | None
 ) -> list[list[dict[str, Any]]]:
-    """Sample and score every task of `row` (in task order), continuing `log_file` on resume.
+    """Sample and score every task of `row` (in task order), continuing `log_file` on ``resume=true``.
 
-    Tasks are sampled in chunks of ``how["chunk"]`` (one task per request for a server, ``batch=``
-    prompts for a local model), ``how["in_flight"]`` chunks at once (threads that only wait on a
-    server; `_requested`). The answers are taken in task order, scored here and appended to the log,
+    Tasks are sampled in chunks (one task per request for a server, ``batch=`` prompts for a local
+    model), ``concurrency=`` chunks at once for a server (threads that only wait on it; `_requested`). The answers are taken in task order, scored here and appended to the log,
     so the log is always a prefix of the task order and an error stops at its task (the ones before it
     are written).
 
@@ -783,9 +728,8 @@ def _sample_row(
         env: The environment.
         tasks: The T tasks.
         row: The row (its settings say mode, m, completions, seeds and sampling).
+        config: The options (``batch``, ``concurrency``, ``resume``, ``goal_seed``, ``progress``).
         log_file: The sample log, or None (not logged).
-        resume: Continue `log_file`: its complete tasks are re-scored, not sampled.
-        how: ``chunk``, ``in_flight``, ``weights`` (per-task goal weights or None) and ``progress`` (bool).
 
     Returns:
         Per task, its records (``sample`` = seed index x completions + completion index).
@@ -793,14 +737,20 @@ def _sample_row(
     Raises:
         DataFileError: A damaged sample log or an out= that cannot be written.
     """
-    s, weights, chunk, in_flight = row.settings, how["weights"], how["chunk"], how["in_flight"]
+    from vpo_core.evaluation.sampling import goal_weights_for_eval
+
+    s, served = row.settings, row.settings["backend"] == "openai"
+    chunk, in_flight = (1, config.concurrency) if served else (config.batch, 1)
+    weights = None
+    if row.conditioning is not None:
+        weights = goal_weights_for_eval(env, tasks, row.conditioning, seed=config.goal_seed)
     n = s["completions_per_task"] * s["seeds"]
 
     def messages(i: int) -> Any:
         goal = None if weights is None else weights[i]
         return env.render_prompt(tasks[i], mode=s["mode"], m=s["m"], goal_weights=goal)
 
-    done = _resumed(env, tasks, row, log_file, messages) if resume and log_file is not None else {}
+    done = _resumed(env, tasks, row, log_file, messages) if config.resume and log_file is not None else {}
     if log_file is not None:  # the log rewritten with the re-scored tasks only (a task cut short goes)
         _write(log_file, "".join(strict_json.dumps(r) + "\n" for i in sorted(done) for r in done[i]))
     todo = [i for i in range(len(tasks)) if i not in done]
@@ -834,7 +784,7 @@ def _sample_row(
                     if log_file is not None:
                         _append(sink, done[i], log_file)
                 finished += len(indices)
-                if how["progress"] and (finished % max(chunk, in_flight) == 0 or not pending):
+                if config.progress and (finished % max(chunk, in_flight) == 0 or not pending):
                     _log(
                         f"[{finished}/{len(tasks)} tasks] {_shown(row.label)}: {finished * n} completions sampled and scored"
                     )
@@ -880,11 +830,11 @@ def _row_metrics(
     per_task = [task_pool_metrics(env, t, p, mode=mode, ks=ks) for t, p in zip(tasks, task_pools, strict=True)]
     for task, task_row, pool in zip(tasks, per_task, task_pools, strict=True):
         flat = pool[..., : env.spec_for(task).dim].reshape(-1, env.spec_for(task).dim)  # generation order
-        task_row.update({MetricName("diversity", k): reward_diversity(flat[:k]) for k in ks})
+        task_row.update({f"diversity@{k}": reward_diversity(flat[:k]) for k in ks})
     metrics = pool_summary(env, tasks, task_pools, per_task, mode=mode, ks=ks)
     errors = standard_errors(env, tasks, task_pools, per_task, metrics)
     curve = pool_curve(env, tasks, task_pools, mode=mode)
-    return {str(k): v for k, v in metrics.items()}, {str(k): v for k, v in errors.items()}, curve
+    return metrics, errors, curve
 
 
 def _with_error(metrics: dict[str, Any], errors: dict[str, Any], key: str) -> str:
@@ -926,10 +876,7 @@ def _env_and_tasks(config: EvalConfig) -> tuple[str, Any, list[Any]]:
     """
     from vpo_core.registry import check_env_options, env_tasks, make_env
 
-    try:
-        env_id, options = check_env_options(config.env, config.env_options, warn=_log)
-    except KeyError as exc:  # the registry's check of the id the user wrote
-        raise ConfigError(_message(exc)) from None
+    env_id, options = check_env_options(config.env, config.env_options, warn=_log)
     config.env, config.env_options = env_id, options
     env = make_env(env_id, options)
     try:
@@ -1018,12 +965,7 @@ def _evaluate_row(
     sampler: Any, env: Any, tasks: Sequence[Any], row: Row, config: EvalConfig, *, log_file: Path | None, ks: list[int]
 ) -> RowResult:
     """Sample, score and save one row: its pool file (always) and its results.json entry."""
-    from vpo_core.evaluation.sampling import goal_weights_for_eval
-
     s = row.settings
-    weights = None
-    if row.conditioning is not None:
-        weights = goal_weights_for_eval(env, tasks, row.conditioning, seed=config.goal_seed)
     sources = {"server": "learned from the server's /tokenize", "tokenizer": "from tokenizer="}
     source = getattr(sampler, "prefill_source", None)
     note = f"; the template pre-fills {_shown(repr(sampler.prefill))} ({sources[source]})" if source in sources else ""
@@ -1031,11 +973,8 @@ def _evaluate_row(
          f"{s['samples']} candidates x {s['seeds']} seed(s) ({s['mode']}, m={s['m']}), temperature {s['temperature']}, "
          f"top-p {s['top_p']}, max_new_tokens {s['max_new_tokens']}, chat template {s['chat_template_kwargs']} "
          f"(defaults from {s['env']}'s evaluation profile){note}")  # fmt: skip
-    served = s["backend"] == "openai"
-    how: dict[str, Any] = {"chunk": 1 if served else config.batch, "in_flight": config.concurrency if served else 1}
-    how |= {"weights": weights, "progress": config.progress}
     missing_before = int(getattr(sampler, "bad_completions", 0) or 0)
-    records = _sample_row(sampler, env, tasks, row, log_file=log_file, resume=config.resume, how=how)
+    records = _sample_row(sampler, env, tasks, row, config, log_file=log_file)
     missing = int(getattr(sampler, "bad_completions", 0) or 0) - missing_before
     if missing:
         _log(
@@ -1091,9 +1030,8 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "vpo-eval") -> int:
     """
     args = list(sys.argv[1:] if argv is None else argv)
     try:
-        _refuse_old_spellings(args)
         config = parse_config(
-            EvalConfig, args, prog=prog, description=__doc__ or "", passthrough={"env": "env_options"}
+            EvalConfig, args, prog=prog, description=__doc__ or "", passthrough={"env": "env_options"}, renamed=RENAMED
         )
         results = evaluate(config)
     except HelpRequested as exc:

@@ -1,8 +1,5 @@
 """The paper's metrics of candidate pools: one k-loop for the evaluation app, the local engine and the env CLIs.
 
-Metric names are `MetricName` strings: each keeps its parts (statistic, k, dimension), so readers
-select metrics by their fields instead of parsing the text back; the text is what tables and JSON show.
-
 A pool is what a policy wrote for one task: n completions of m candidates each, as vector rewards of
 shape (n, m, d). Single-answer pools (m = 1) use the iid order-statistic estimator; multi-answer
 pools use the paper's chain protocol (⌈k/m⌉ chains in generation order; see `vpo_core.metrics`).
@@ -77,12 +74,10 @@ from vpo_core.metrics import (
 
 __all__ = [
     "KS",
-    "MetricName",
     "TableRow",
     "best_at_k_curve_of_pool",
     "best_at_k_of_pool",
     "markdown_table",
-    "metric_name",
     "pool_curve",
     "pool_metrics",
     "pool_summary",
@@ -102,70 +97,6 @@ PARETO_TOLERANCE = 8 * float(np.finfo(np.float32).eps)
 
 REACH_SPLIT = ("reached", "unreached")
 """The two parts of `split_by_reach` and of the ``best@k|<part>`` metrics."""
-
-
-class MetricName(str):
-    """A metric's name that keeps its parts; as a string it is the name tables and JSON show.
-
-    ``MetricName("best", 5)`` is ``"best@5"``, ``MetricName("best", 30, "gold")`` ``"best@30[gold]"``,
-    ``MetricName("E_w[best]", 5)`` ``"E_w[best@5]"``, ``MetricName("mean", dim="gold")`` ``"mean_gold"``
-    and ``MetricName("diversity")`` ``"diversity"``.
-
-    Attributes:
-        stat: The statistic: ``best``, ``pass``, ``E_w[best]``, ``chain_pass``, ``solution_pass``,
-            ``diversity``, ``mean`` (per dimension), or a name without parts (``mean_w_star``, ``valid``...).
-        k: The k of an @k metric, or None.
-        dim: The reward dimension it is of, or None.
-    """
-
-    stat: str
-    k: int | None
-    dim: str | None
-
-    def __new__(cls, stat: str, k: int | None = None, dim: str | None = None) -> MetricName:
-        """The name of `stat` at `k` of `dim` (see the class docstring for the text)."""
-        if stat == "mean" and dim is not None and k is None:
-            text = f"mean_{dim}"
-        elif k is None:
-            text = stat
-        elif stat.endswith("]"):  # E_w[best] -> E_w[best@k]
-            text = f"{stat[:-1]}@{k}]"
-        else:
-            text = f"{stat}@{k}" + (f"[{dim}]" if dim is not None else "")
-        name = super().__new__(cls, text)
-        name.stat, name.k, name.dim = stat, k, dim
-        return name
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (MetricName, (self.stat, self.k, self.dim))
-
-
-_AT_K = re.compile(r"(?P<stat>[A-Za-z_]+)@(?P<k>[0-9]+)(?:\[(?P<dim>.+)\])?")
-_EW_AT_K = re.compile(r"E_w\[(?P<stat>[A-Za-z_]+)@(?P<k>[0-9]+)\]")
-
-
-def metric_name(key: str) -> MetricName:
-    """A metric name with its parts: `key` itself if it is a `MetricName`, else read from its text.
-
-    Only names that went through a text file (a results.json read back) need reading; names from
-    `task_pool_metrics` and `pool_summary` already carry their parts.
-
-    Args:
-        key: A metric's name, e.g. ``"best@30[<dim>]"`` (best@30 of one reward dimension).
-
-    Returns:
-        The name with its parts (a name without parts for ``mean_<dim>``, whose dimension the text alone
-        cannot tell from ``mean_w_star``).
-    """
-    if isinstance(key, MetricName):
-        return key
-    found = _EW_AT_K.fullmatch(key)
-    if found:
-        return MetricName(f"E_w[{found['stat']}]", int(found["k"]))
-    found = _AT_K.fullmatch(key)
-    if found:
-        return MetricName(found["stat"], int(found["k"]), found["dim"])
-    return MetricName(key)
 
 
 def best_at_k_of_pool(values: NDArray[np.float64], k: int, *, mode: str) -> Any:
@@ -257,29 +188,25 @@ def task_pool_metrics(
         raise ValueError(f"report_dims {missing} are not reward dimensions of {task.id} ({spec.names}).")
     n, m, d = r.shape
     flat = r.reshape(n * m, d)
-    out: dict[str, float] = {
-        MetricName("mean", dim=name): float(flat[:, i].mean()) for i, name in enumerate(spec.names)
-    }
+    out: dict[str, float] = {f"mean_{name}": float(flat[:, i].mean()) for i, name in enumerate(spec.names)}
     scores = spec.scalarize(r)  # (n, m)
     success = np.asarray(env.is_success(r, task), dtype=float)  # (n, m)
-    out[MetricName("mean_w_star")] = float(scores.mean())
+    out["mean_w_star"] = float(scores.mean())
     chains = mode == "multi"
     for k in KS if ks is None else ks:
         if k <= n:
-            out[MetricName("chain_pass", k)] = chain_pass_at_k(success, k)
+            out[f"chain_pass@{k}"] = chain_pass_at_k(success, k)
         if k <= n * m:
-            out[MetricName("solution_pass", k)] = solution_pass_at_k(success, k)
+            out[f"solution_pass@{k}"] = solution_pass_at_k(success, k)
         if k > _pool_size(r, mode):
             continue
-        out[MetricName("best", k)] = best_at_k_of_pool(scores, k, mode=mode)
-        out[MetricName("pass", k)] = best_at_k_of_pool(success, k, mode=mode)
-        out[MetricName("E_w[best]", k)] = expected_best_at_k(
-            r if chains else r[:, 0], k, num_weights=num_weights, chains=chains
-        )
+        out[f"best@{k}"] = best_at_k_of_pool(scores, k, mode=mode)
+        out[f"pass@{k}"] = best_at_k_of_pool(success, k, mode=mode)
+        out[f"E_w[best@{k}]"] = expected_best_at_k(r if chains else r[:, 0], k, num_weights=num_weights, chains=chains)
         for name in dims:
-            out[MetricName("best", k, name)] = best_at_k_of_pool(r[..., spec.names.index(name)], k, mode=mode)
-    out[MetricName("diversity")] = reward_diversity(flat)
-    out[MetricName("pareto_fraction")] = pareto_fraction(flat)
+            out[f"best@{k}[{name}]"] = best_at_k_of_pool(r[..., spec.names.index(name)], k, mode=mode)
+    out["diversity"] = reward_diversity(flat)
+    out["pareto_fraction"] = pareto_fraction(flat)
     pareto_front = getattr(env, "pareto_front", None)
     out.update(validity_metrics(flat, pareto_front(task) if pareto_front is not None else None))
     return out
@@ -302,16 +229,16 @@ def validity_metrics(rewards: NDArray[np.float64], pareto: NDArray[np.float64] |
     kept = np.asarray(rewards[valid], dtype=np.float64)
     distinct = np.unique(np.round(kept, 9), axis=0)
     out: dict[str, float] = {
-        MetricName("valid"): float(valid.mean()) if len(valid) else 0.0,
-        MetricName("no_valid"): 0.0 if valid.any() else 1.0,
-        MetricName("diversity_valid"): reward_diversity(kept) if len(kept) >= 2 else 0.0,
-        MetricName("distinct_valid"): float(len(distinct)),
+        "valid": float(valid.mean()) if len(valid) else 0.0,
+        "no_valid": 0.0 if valid.any() else 1.0,
+        "diversity_valid": reward_diversity(kept) if len(kept) >= 2 else 0.0,
+        "distinct_valid": float(len(distinct)),
     }
     if pareto is not None and len(pareto):
         front = np.asarray(pareto, dtype=np.float64)
         tolerance = PARETO_TOLERANCE * np.maximum(1.0, np.abs(front))[:, None, :]
         found = np.all(np.abs(front[:, None, :] - distinct[None, :, :]) <= tolerance, axis=-1).any(axis=1)
-        out[MetricName("pareto_covered")] = float(found.mean())
+        out["pareto_covered"] = float(found.mean())
     return out
 
 
@@ -434,11 +361,9 @@ def pool_summary(
     same_dims = len({s.names for s in specs}) == 1
     keys = [k for k in per_task[0] if all(k in row for row in per_task)]
     out = _task_means(per_task, keys, specs)
-    if MetricName("no_valid") in keys:  # where the pool fails: best@k over the tasks it reaches and the others
+    if "no_valid" in keys:  # where the pool fails: best@k over the tasks it reaches and the others
         out.update(_reach_means(per_task, keys))
-    out[MetricName("collinearity")] = (
-        _pooled_collinearity(pools, specs) if same_dims else _mean_collinearity(pools, specs)
-    )
+    out["collinearity"] = _pooled_collinearity(pools, specs) if same_dims else _mean_collinearity(pools, specs)
     return out
 
 
@@ -493,7 +418,7 @@ def _task_means(per_task: Sequence[Mapping[str, float]], keys: Sequence[str], sp
         Metric name -> mean over tasks.
     """
     same_dims = len({s.names for s in specs}) == 1
-    dim_keys = {MetricName("mean", dim=name) for s in specs for name in s.names}
+    dim_keys = {f"mean_{name}" for s in specs for name in s.names}
     return {key: float(np.mean([row[key] for row in per_task])) for key in keys if same_dims or key not in dim_keys}
 
 
@@ -507,16 +432,15 @@ def _reach_means(per_task: Sequence[Mapping[str, float]], keys: Sequence[str]) -
     Returns:
         Metric name -> mean over those tasks (a part is left out when it has no task).
     """
-    reached = np.array([row[MetricName("no_valid")] == 0.0 for row in per_task])
+    reached = np.array([row["no_valid"] == 0.0 for row in per_task])
     out: dict[str, float] = {}
     for key in keys:
-        name = metric_name(key)
-        if name.stat != "best" or name.k is None or name.dim is not None:
+        if not re.fullmatch(r"best@[0-9]+", key):
             continue
         values = np.array([row[key] for row in per_task])
         for part, mask in zip(REACH_SPLIT, (reached, ~reached), strict=True):
             if mask.any():
-                out[MetricName(f"{key}|{part}")] = float(values[mask].mean())
+                out[f"{key}|{part}"] = float(values[mask].mean())
     return out
 
 
@@ -585,25 +509,14 @@ def markdown_table(results: Sequence[TableRow], *, ks: Sequence[int] = KS, ew_ks
     (``no_valid``) and the largest best@k over the tasks reached and not; a column is shown when every
     row has it.
     """
-    columns = [MetricName("best", k) for k in ks if all(MetricName("best", k) in r.metrics for r in results)]
-    report_dims = (metric_name(key).dim for r in results for key in r.metrics if _is_best_at_30_of_dim(key))
-    dims = [
-        MetricName("best", 30, name)
-        for name in dict.fromkeys(name for name in report_dims if name is not None)
-        if all(MetricName("best", 30, name) in r.metrics for r in results)
-    ]
-    wanted = [MetricName("E_w[best]", k) for k in ew_ks]
-    wanted += [MetricName("pass", 5), MetricName("diversity"), MetricName("collinearity"), MetricName("mean_w_star")]
-    wanted += [MetricName("no_valid")] + [MetricName(f"{c}|{part}") for c in columns[-1:] for part in REACH_SPLIT]
-    extra = dims + [c for c in wanted if all(c in r.metrics for r in results)]
+    columns = [f"best@{k}" for k in ks if all(f"best@{k}" in r.metrics for r in results)]
+    dims = [key for r in results for key in r.metrics if re.fullmatch(r"best@30\[.+\]", key)]
+    wanted = [f"E_w[best@{k}]" for k in ew_ks] + ["pass@5", "diversity", "collinearity", "mean_w_star", "no_valid"]
+    wanted += [f"{c}|{part}" for c in columns[-1:] for part in REACH_SPLIT]
+    extra = [c for c in [*dict.fromkeys(dims), *wanted] if all(c in r.metrics for r in results)]
     header = "| checkpoint | mode, m | " + " | ".join(columns + extra) + " |"
     lines = [header, "|" + "---|" * (2 + len(columns) + len(extra))]
     for r in results:
         cells = [f"{r.metrics[c]:.3f}" for c in columns + extra]
         lines.append(f"| {r.name} | {r.mode}, {r.m} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
-
-
-def _is_best_at_30_of_dim(key: str) -> bool:
-    name = metric_name(key)
-    return name.stat == "best" and name.k == 30 and name.dim is not None

@@ -29,7 +29,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from vpo_core import strict_json
-from vpo_core.evaluation.metrics import REACH_SPLIT, MetricName, metric_name
+from vpo_core.evaluation.metrics import REACH_SPLIT
 from vpo_core.metrics import collinearity
 
 __all__ = [
@@ -146,8 +146,7 @@ def standard_errors(
         values = np.array([[row[key] for key in plain] for row in per_task], dtype=np.float64)  # (T, M)
         means = counts @ values / len(tasks)  # (B, M)
         out.update({key: _spread(means[:, j]) for j, key in enumerate(plain)})
-    no_valid = MetricName("no_valid")
-    reached = np.array([row.get(no_valid, 1.0) == 0.0 for row in per_task], dtype=np.float64)
+    reached = np.array([row.get("no_valid", 1.0) == 0.0 for row in per_task], dtype=np.float64)
     for key in metrics:
         if key in out:
             continue
@@ -157,7 +156,7 @@ def standard_errors(
             values = np.array([row[base] for row in per_task], dtype=np.float64)
             with np.errstate(invalid="ignore", divide="ignore"):
                 out[key] = _spread((counts @ (values * mask)) / (counts @ mask))
-        elif metric_name(key).stat == "collinearity":
+        elif key == "collinearity":
             out[key] = _collinearity_spread(env, tasks, pools, counts)
         else:
             out[key] = float("nan")

@@ -274,7 +274,7 @@ class OpenAISampler:
         if not isinstance(choices, list):
             raise EndpointError(
                 f"{url} answered JSON without a choices list ({for_terminal(json.dumps(answer), 120)}); is "
-                "endpoint= an OpenAI-compatible API root?"
+                "base_url= an OpenAI-compatible API root?"
             )
         filled: set[int] = set()
         for position, choice in enumerate(choices):

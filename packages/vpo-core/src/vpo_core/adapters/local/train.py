@@ -102,10 +102,7 @@ def preflight(config: TrainConfig) -> TrainConfig:
     from vpo_core.adapters.local.trackers import check_trackers
     from vpo_core.registry import check_env_options
 
-    try:
-        env_id, options = check_env_options(config.env, config.env_options, warn=_log)
-    except (KeyError, ValueError) as exc:  # the registry's and the options' checks of what the user wrote
-        raise ConfigError(exc.args[0] if exc.args else str(exc)) from exc
+    env_id, options = check_env_options(config.env, config.env_options, warn=_log)
     check_trackers(config.loggers)
     if config.model is not None and not Path(config.model).is_dir():
         raise MissingDataError(
