@@ -488,8 +488,13 @@ def shared_prompt_logits(
         logits_to_keep=1,  # the last prompt position predicts the first token
     )
     cache = prompt_out.past_key_values
-    cache.batch_select_indices(rows)  # (U, ...) -> (N, ...): a gather, so gradients sum per prompt
-    first = prompt_out.logits[rows]  # (N, 1, V)
+    # (U, ...) -> (N, ...): a gather, so gradients sum per prompt. `index_select`'s backward adds each prompt's
+    # rows in order; advanced indexing's (`cache.batch_select_indices`, `x[rows]`) adds them with atomics when
+    # torch has several CPU threads, so its sums, and a run's numbers, would change from run to run.
+    for layer in cache.layers:
+        layer.keys = layer.keys.index_select(0, rows)
+        layer.values = layer.values.index_select(0, rows)
+    first = prompt_out.logits.index_select(0, rows)  # (N, 1, V)
     if tokens.shape[1] == 1:
         return first
     row_mask = prompt_mask[rows]
