@@ -251,7 +251,7 @@ def test_a_saved_config_json_replays_and_resumes_with_the_same_flat_keys(tmp_pat
     path.write_text(json.dumps(SAVED_CONFIG))
     config = parse_overrides([f"config={path}", "out=runs/x"])
     assert config.conflicts(SAVED_CONFIG) == {}  # the run directory would be resumed
-    # the saved model and recipe win over today's defaults (the default run became 2 layers, lr 1.6e-4)
+    # the saved model and recipe win over today's defaults (the default run became 2 layers, 12 prompts, lr 2e-4)
     assert (config.layers, config.lr, config.steps, config.warmup_steps) == (3, 1e-4, 3, 300)
     assert parse_overrides([]).conflicts(SAVED_CONFIG)["layers"] == (3, 2)  # not resumed under the new default
     saved = config.to_json()

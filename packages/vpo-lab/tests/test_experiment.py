@@ -630,8 +630,9 @@ def test_a_run_that_runs_again_has_its_old_evaluations_redone(tmp_path, monkeypa
     assert "eval/main/grpo-seed0@step5: runs again" in capsys.readouterr().err
 
 
-def test_a_marker_from_before_the_lr_default_changed_counts_for_the_job_that_pins_it(tmp_path):
-    """recipe v2 pins lr=0.0001 (the engine's default when its grid ran): its committed markers name no lr."""
+def test_a_marker_from_before_a_default_changed_counts_for_the_job_that_pins_it(tmp_path):
+    """recipe v2 pins lr=0.0001 and prompts_per_step=8 (the engine's defaults when its grid ran): its committed
+    markers name neither; markers of identity 2 name lr= but not prompts_per_step=."""
     from vpo_lab.experiment import MARKER_IDENTITY, ExperimentConfig, _is_done, _marker, plan
 
     config = ExperimentConfig(
@@ -639,19 +640,24 @@ def test_a_marker_from_before_the_lr_default_changed_counts_for_the_job_that_pin
         methods="grpo",
         main_seeds=1,
         ablation_options="",
-        train="layers=4 lr=0.0001",
+        train="layers=4 lr=0.0001 prompts_per_step=8",
         work=str(tmp_path / "w"),
         out=str(tmp_path),
     )
     job = next(job for job in plan(config) if job.kind == "train")
-    assert "lr=0.0001" in job.args
+    assert {"lr=0.0001", "prompts_per_step=8"} <= set(job.args)
     marker = _marker(config, job)
     marker.parent.mkdir(parents=True)
-    unpinned = [arg for arg in job.args if arg != "lr=0.0001"]
-    marker.write_text(json.dumps({"args": unpinned}))  # written before markers carried "identity"
-    assert _is_done(config, job)
-    marker.write_text(json.dumps({"args": unpinned, "identity": MARKER_IDENTITY}))  # a new one: no lr= is today's
-    assert not _is_done(config, job)
-    other = [arg if arg != "lr=0.0001" else "lr=0.0002" for arg in job.args]
-    marker.write_text(json.dumps({"args": other}))  # an old marker that named another lr
-    assert not _is_done(config, job)
+    unpinned = [arg for arg in job.args if arg not in ("lr=0.0001", "prompts_per_step=8")]
+    no_prompts = [arg for arg in job.args if arg != "prompts_per_step=8"]
+
+    def done(args: list[str], identity: int | None) -> bool:
+        marker.write_text(json.dumps({"args": args} | ({} if identity is None else {"identity": identity})))
+        return _is_done(config, job)
+
+    assert done(unpinned, None)  # written before markers carried "identity"
+    assert done(no_prompts, 2)  # session 25's markers name lr=, and ran at 8 prompts per step
+    assert not done(unpinned, 2)  # an identity-2 marker without lr= ran at that day's lr (1.6e-4)
+    assert not done(no_prompts, MARKER_IDENTITY)  # a new one: no prompts_per_step= is today's default
+    assert done(job.args, MARKER_IDENTITY)
+    assert not done([arg if arg != "lr=0.0001" else "lr=0.0002" for arg in job.args], None)  # named another lr

@@ -32,7 +32,7 @@ def test_config_defaults_and_validation():
     assert (config.env, config.method, config.m, config.mode, config.group_size) == ("maze-v1", "vpo", 3, "multi", 8)
     # the default run's recipe (issue 40: about two minutes on 2 cores; docs/engines/local.md, BENCHMARKS.md)
     assert (config.hidden_size, config.layers, config.warmup_steps, config.warmup_batch) == (128, 2, 300, 16)
-    assert (config.steps, config.prompts_per_step, config.lr) == (28, 8, 1.6e-4)
+    assert (config.steps, config.prompts_per_step, config.lr) == (20, 12, 2e-4)
     assert parse_overrides(["method=grpo"]).m == 1
     with pytest.raises(ValueError, match="unknown method 'ppo'"):
         parse_overrides(["method=ppo"])

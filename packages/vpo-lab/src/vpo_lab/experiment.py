@@ -52,11 +52,12 @@ from vpo_core.weights import check_weight_sampler
 from vpo_lab.experiment_report import KEPT_METRICS, write_report
 from vpo_lab.recipes import RECIPES
 
-MARKER_IDENTITY = 2
+MARKER_IDENTITY = 3
 """Written into every new done-marker: its ``args`` name every option whose engine default has changed."""
-LEGACY_PINS = ("lr=0.0001",)
-"""Options a recipe pins at the local engine's earlier default (lr 1e-4 until 2026-11-28): an older marker
-(no ``"identity"``) that does not name the key ran with this value, so it still counts for the pinned job."""
+LEGACY_PINS = {"lr=0.0001": 2, "prompts_per_step=8": 3}
+"""Options a recipe pins at the local engine's earlier default, each with the marker identity from which markers
+name it (lr 1e-4 until session 25, 8 prompts per step until session 26; a marker without ``"identity"`` is 1): an
+older marker that does not name the key ran with this value, so it still counts for the pinned job."""
 
 __all__ = ["ExperimentConfig", "Job", "main", "plan", "recipe_options", "restore_warm_starts"]
 
@@ -344,18 +345,17 @@ def _is_done(config: ExperimentConfig, job: Job) -> bool:
 def _same_job(marker: Path, job: Job) -> bool:
     """Whether `marker` exists and records `job`'s command (up to options that change nothing).
 
-    A marker written before markers carried ``"identity"`` that names none of `LEGACY_PINS`' keys ran
-    with those values (the engine's defaults then), so a job that pins them is that job.
+    A marker written before its identity named a `LEGACY_PINS` key, and that does not name it, ran with the
+    pinned value (the engine's default then), so a job that pins it is that job.
     """
     if not marker.exists():
         return False
     data = json.loads(marker.read_text())
     ignored = ("device=", "method=") if job.kind == "warm" else ("device=",)
     recorded = _identity(data.get("args") or [], ignored)
-    args = list(job.args)
-    if data.get("identity") is None:
-        named = {arg.split("=", 1)[0] for arg in recorded}
-        args = [arg for arg in args if not (arg in LEGACY_PINS and arg.split("=", 1)[0] not in named)]
+    identity = data.get("identity") or 1
+    named = {arg.split("=", 1)[0] for arg in recorded}
+    args = [arg for arg in job.args if not (identity < LEGACY_PINS.get(arg, 0) and arg.split("=", 1)[0] not in named)]
     alias = [f"apps/{args[0]}.py", *args[1:]]
     return recorded in (_identity(args, ignored), _identity(alias, ignored))
 

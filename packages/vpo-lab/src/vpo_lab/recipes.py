@@ -27,9 +27,9 @@ MAZE_V1_V2: dict[str, Any] = {
     "steps": 300,
     "eval_steps": "50,150",
     # the model (2.5M parameters) of every run; results/maze-v1-miniature-v2/README.md holds its calibration.
-    # lr=0.0001 was the local engine's default when the grid ran (it became 1.6e-4 on 2026-11-28 for the
-    # default run); pinned here so new jobs train as the committed ones did (`experiment.LEGACY_PINS`)
-    "train": "hidden_size=192 layers=4 heads=4 lr=0.0001",
+    # lr=0.0001 and prompts_per_step=8 were the local engine's defaults when the grid ran (the default run's recipe
+    # changed them on 2026-11-28); pinned here so new jobs train as the committed ones did (`experiment.LEGACY_PINS`)
+    "train": "hidden_size=192 layers=4 heads=4 lr=0.0001 prompts_per_step=8",
     # the warm-up of each warm start: 1000 x 32 demonstrations, about 75 (multi) / 50 (single) minutes of one
     # CPU core; a GPU machine adds device=cuda (results/maze-v1-miniature-v2/gpu/run.sh). The GPU's 1000 x 64
     # starts of 2026-11-26 were lost with their machine; 1000 x 64 costs twice this on a CPU for +2 points
