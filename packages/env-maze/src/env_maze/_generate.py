@@ -31,12 +31,8 @@ _NEIGHBOURS = tuple(
 )
 
 
-def _neighbours(r: int, c: int) -> tuple[tuple[int, int], ...]:
-    return _NEIGHBOURS[r][c]
-
-
 def _open_neighbours(grid: list[list[str]], r: int, c: int) -> int:
-    return sum(grid[nr][nc] == EMPTY for nr, nc in _neighbours(r, c))
+    return sum(grid[nr][nc] == EMPTY for nr, nc in _NEIGHBOURS[r][c])
 
 
 def _carve_spanning_tree(rng: random.Random) -> list[list[str]]:
@@ -44,13 +40,13 @@ def _carve_spanning_tree(rng: random.Random) -> list[list[str]]:
     r0 = rng.randrange(SIZE)
     c0 = rng.randrange(SIZE)
     grid[r0][c0] = EMPTY
-    frontier = list(_neighbours(r0, c0))
+    frontier = list(_NEIGHBOURS[r0][c0])
     while frontier:
         r, c = frontier.pop(rng.randrange(len(frontier)))
         if grid[r][c] != WALL or _open_neighbours(grid, r, c) != 1:
             continue
         grid[r][c] = EMPTY
-        frontier.extend((nr, nc) for nr, nc in _neighbours(r, c) if grid[nr][nc] == WALL)
+        frontier.extend((nr, nc) for nr, nc in _NEIGHBOURS[r][c] if grid[nr][nc] == WALL)
     return grid
 
 
@@ -69,7 +65,7 @@ def _distances(grid: list[list[str]], source: tuple[int, int], blocked: str = WA
     queue = deque([source])
     while queue:
         r, c = queue.popleft()
-        for nr, nc in _neighbours(r, c):
+        for nr, nc in _NEIGHBOURS[r][c]:
             if (nr, nc) not in dist and grid[nr][nc] not in blocked:
                 dist[(nr, nc)] = dist[(r, c)] + 1
                 queue.append((nr, nc))

@@ -223,7 +223,7 @@ class TextEnv(ABC, Generic[P, A]):
         Samplers that honour it (the local engine's transformers model, `stop_at_answer=`) end a
         completion there: whatever a policy writes after its last answer never reaches the parser,
         which ignores it anyway, so stopping changes no score and saves the tokens. Override it where
-        the answer format has a fixed last closing tag (maze: ``</answer>``, ``</route_m>``).
+        the answer format has a fixed last closing tag (e.g. ``</answer>`` in single mode).
         """
         return None
 
@@ -272,9 +272,9 @@ class TextEnv(ABC, Generic[P, A]):
     def dedup_key(self, task: Task[P], candidate: Candidate[A]) -> Hashable | None:
         """Key under which duplicate candidates collapse in training (multi mode).
 
-        Returns None to de-duplicate by reward vector (the rule of MuSiQue, EUREQA and ToolRL);
-        maze overrides it with the route as the reward sees it (`reduced_walk`: back-and-forth steps cancelled,
-        loops erased, plus the items collected); ultrafeedback with the reply's letters and digits.
+        Returns None to de-duplicate by reward vector. Override it where two different texts are the same
+        answer to the reward (e.g. a route written with a detour that changes nothing, or a reply that
+        differs only in punctuation): candidates with equal keys are duplicates.
         """
         return None
 

@@ -719,9 +719,9 @@ def _sample_row(
     """Sample and score every task of `row` (in task order), continuing `log_file` on ``resume=true``.
 
     Tasks are sampled in chunks (one task per request for a server, ``batch=`` prompts for a local
-    model), ``concurrency=`` chunks at once for a server (threads that only wait on it; `_requested`). The answers are taken in task order, scored here and appended to the log,
-    so the log is always a prefix of the task order and an error stops at its task (the ones before it
-    are written).
+    model), ``concurrency=`` chunks at once for a server (threads that only wait on it; `_requested`).
+    The answers are taken in task order, scored here and appended to the log, so the log is always a
+    prefix of the task order and an error stops at its task (the ones before it are written).
 
     Args:
         sampler: The row's sampler.
