@@ -2,7 +2,7 @@
 
 Fixtures for every package's tests: `fake_openai` (a local OpenAI-compatible server), `serve` (hostile local
 servers for the HTTP clients' tests) and `smollm2` (the real SmolLM2-135M-Instruct checkpoint as an HF folder,
-converted once per cache by `vpo_core.checkpoints`).
+converted once per cache by `vpo_engines.checkpoints`).
 """
 
 import os
@@ -75,7 +75,7 @@ def serve() -> Iterator[Callable[..., Any]]:
     Each is a `Server` of packages/vpo-core/tests/http_support/hostile_server.py: it answers as the test's
     ``handle(handler, seen)`` tells it (redirects, floods, trickles).
     """
-    if str(HTTP_SUPPORT) not in sys.path:  # only the helper's own folder (packages/vpo-core/tests holds a `vllm/`)
+    if str(HTTP_SUPPORT) not in sys.path:  # only the helper's own folder (a tests folder may hold a `vllm/`)
         sys.path.insert(0, str(HTTP_SUPPORT))
     from hostile_server import serving
 
@@ -86,7 +86,7 @@ def serve() -> Iterator[Callable[..., Any]]:
 @pytest.fixture(scope="session")
 def smollm2() -> Path:
     """The real SmolLM2-135M-Instruct HF folder (converted on first use, ~30 s); skips without the real-model group."""
-    from vpo_core.checkpoints import RealModelMissingError, smollm2_folder
+    from vpo_engines.checkpoints import RealModelMissingError, smollm2_folder
 
     try:
         return smollm2_folder()

@@ -2,7 +2,7 @@
 
 import sys
 
-from vpo_core.cli import main
+from vpo_engines.cli import main
 
 if __name__ == "__main__":
     raise SystemExit(main(["new-env", *sys.argv[1:]]))

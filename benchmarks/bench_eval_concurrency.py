@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from vpo_core.http_json import JsonHandler, ServerThread
-from vpo_core.models.openai import OpenAISampler
-from vpo_core.models.settings import SamplingSettings
+from vpo_core.sampling_settings import SamplingSettings
+from vpo_engines.models.openai import OpenAISampler
 
 LATENCY_S = 0.05
 PROMPTS = 64
@@ -93,8 +93,8 @@ def vpo_eval_seconds(server: SlowServer, concurrency: int, tasks: int, *, phase:
     ``phase=True``: the seconds of its sampling phase only (``evaluation.cli._sample_row``: the requests and the
     scoring), without the command's fixed cost (env, probe, metrics, bootstrap, the saved pool).
     """
-    from vpo_core.evaluation import cli
-    from vpo_core.evaluation.cli import main
+    from vpo_engines import evaluate as cli
+    from vpo_engines.evaluate import main
 
     server.reset()
     sample_all = cli._sample_row

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 import vpo_core
-from vpo_core.models.policy import ModelSpec, new_policy
+from vpo_engines.models.policy import ModelSpec, new_policy
 
 
 def main(prompts: int = 8, group_size: int = 8, max_new_tokens: int = 48, repeats: int = 2) -> str:

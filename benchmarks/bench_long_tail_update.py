@@ -17,9 +17,9 @@ import numpy as np
 import torch
 
 import vpo_core
-from vpo_core.adapters.local.config import TrainConfig
-from vpo_core.adapters.local.rl import Rollouts, update_policy
-from vpo_core.models.policy import answer_stops, load_policy
+from vpo_engines.local.config import TrainConfig
+from vpo_engines.local.rl import Rollouts, update_policy
+from vpo_engines.models.policy import answer_stops, load_policy
 
 ROOT = Path(__file__).resolve().parents[1]
 WARM = ROOT / "results" / "maze-v1-miniature-v2" / "warm" / "direct__warm-multi-seed0"

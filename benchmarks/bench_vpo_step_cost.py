@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _train(argv: list[str]) -> int:
     """``vpo train`` with `argv` (apps/train.py is its alias): what the README's command runs."""
-    from vpo_core.cli import main
+    from vpo_engines.cli import main
 
     return main(["train", *argv])
 
@@ -64,8 +64,8 @@ class Timer:
 
 def _run(engine: str, method: str, model: Path, settings: list[str], out: Path) -> dict[str, Any]:
     """One training run; returns per-step wall times, per-step advantage times and the last batch."""
-    from vpo_core.adapters.local import rl
     from vpo_core.advantages import normalize_scalars, rollout_scalars
+    from vpo_engines.local import rl
 
     advantage = Timer()
     normalize = Timer()
@@ -80,7 +80,7 @@ def _run(engine: str, method: str, model: Path, settings: list[str], out: Path) 
         patch(rl, "rollout_scalars", advantage.wrap(rollout_scalars))
         patch(rl, "normalize_scalars", normalize.wrap(normalize_scalars))
     else:
-        from vpo_core.adapters.trl import trainer
+        from vpo_engines.trl import trainer
 
         patch(trainer, "compute_advantages", advantage.wrap(trainer.compute_advantages))
         patch(trainer.VPOGRPOTrainer, "training_step", steps.wrap(trainer.VPOGRPOTrainer.training_step))
@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> str:
     parser.add_argument("--repeats", type=int, default=200, help="same-batch recomputations per method")
     args = parser.parse_args(argv)
 
-    from vpo_core.checkpoints import smollm2_folder
+    from vpo_engines.checkpoints import smollm2_folder
 
     model = smollm2_folder()
     settings = [

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from vpo_core.cli import main as vpo
 from vpo_core.evaluation import SavedPool, save_pool
+from vpo_engines.cli import main as vpo
 
 
 def _app():
@@ -45,7 +45,7 @@ def test_app_rejects_a_missing_file_and_a_wrong_env(tmp_path, capsys):
 
 
 def test_a_bug_inside_the_diagnosis_is_a_traceback_not_a_one_line_message(tmp_path, monkeypatch):
-    from vpo_core import diagnose
+    from vpo_engines import diagnose
 
     def broken(*args, **kwargs):
         raise ValueError("operands could not be broadcast together")

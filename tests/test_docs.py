@@ -97,24 +97,24 @@ def _run(argv: list[str], where: str) -> None:
 
 def _parse_train(args: list[str]) -> None:
     """``vpo train``'s options, checked by the chosen engine's parser; nothing is trained or written."""
-    from vpo_core.cli import split_engine
     from vpo_core.registry import check_env_options
+    from vpo_engines.cli import split_engine
 
     engine, rest = split_engine(args)
     if engine == "local":
-        from vpo_core.adapters.local.config import parse_overrides
-        from vpo_core.adapters.local.train import preflight
+        from vpo_engines.local.config import parse_overrides
+        from vpo_engines.local.train import preflight
 
         preflight(parse_overrides(rest))  # types, values, env options, model= directory, trackers
     elif engine == "trl":
-        from vpo_core.adapters.trl.train import TRLTrainConfig
         from vpo_core.cli_config import parse_config
+        from vpo_engines.trl.train import TRLTrainConfig
 
         config = parse_config(TRLTrainConfig, rest, prog="vpo train engine=trl", passthrough={"env": "env_options"})
         check_env_options(config.env, config.env_options)
     else:  # veRL: the launcher's own parse and the cell's recipe, without composing veRL's config
-        from vpo_core.adapters.verl import launch
-        from vpo_core.adapters.verl.recipes import cell
+        from vpo_engines.verl import launch
+        from vpo_engines.verl.recipes import cell
 
         config = launch.parse_launch(rest)
         launch._check_model(config.model)
@@ -134,7 +134,7 @@ def _parse_only(argv: list[str]) -> None:
         _parse_train(args)
     elif script in ("evaluate.py", "vpo-eval"):  # one evaluation command, one parse
         from vpo_core.cli_config import HelpRequested, parse_config
-        from vpo_core.evaluation.cli import EvalConfig
+        from vpo_engines.evaluate import EvalConfig
 
         with contextlib.suppress(HelpRequested):
             parse_config(EvalConfig, args, prog=script, passthrough={"env": "env_options"})

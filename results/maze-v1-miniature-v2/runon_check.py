@@ -12,8 +12,8 @@ import sys
 
 import numpy as np
 
-from vpo_core.models.policy import answer_stops, load_policy
 from vpo_core.registry import make
+from vpo_engines.models.policy import answer_stops, load_policy
 
 BUDGET = 128
 GLUED = re.compile(r"(UP|DOWN|LEFT|RIGHT)(UP|DOWN|LEFT|RIGHT)")

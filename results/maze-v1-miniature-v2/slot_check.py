@@ -12,8 +12,8 @@ import sys
 
 import numpy as np
 
-from vpo_core.models.policy import answer_stops, load_policy
 from vpo_core.registry import make
+from vpo_engines.models.policy import answer_stops, load_policy
 
 M = 3
 OPEN = re.compile(r"<route_(\d)>", re.IGNORECASE)

@@ -18,7 +18,7 @@ def build_tiny_armorm(out: Path, n_objectives: int = 19) -> Path:
     torch = pytest.importorskip("torch")
     from transformers import LlamaConfig
 
-    from vpo_core.models.policy import build_tokenizer
+    from vpo_engines.models.policy import build_tokenizer
 
     rows = [json.loads(line) for line in (DATA / "ultrafeedback" / "rows.jsonl").read_text().splitlines()]
     texts = [r["instruction"] for r in rows] + [c["response"] for r in rows for c in r["completions"]]

@@ -16,8 +16,8 @@ import pytest
 from env_ultrafeedback import DIMENSIONS, ScorerClient, ScoringServerError
 from vpo_core.errors import ServerError
 
-# only the helper's own folder goes on sys.path (packages/vpo-core/tests holds a `vllm/` folder that would
-# shadow the real vllm for TRL's availability check)
+# only the helper's own folder goes on sys.path (a tests folder, such as packages/vpo-engines/tests, may
+# hold a `vllm/` folder that would shadow the real vllm for TRL's availability check)
 VPO_CORE_TESTS = Path(__file__).resolve().parents[2] / "vpo-core" / "tests" / "http_support"
 sys.path.insert(0, str(VPO_CORE_TESTS))
 from hostile_server import answer, flood, redirect, route, send_json, trickle  # noqa: E402

@@ -38,7 +38,7 @@ print("local engine: brute force ok")
 """
 
 VERL_BRUTE_FORCE = """
-from vpo_core.adapters.verl.plugin import check
+from vpo_engines.verl.plugin import check
 from vpo_core.advantages import AdvantageConfig, RolloutBatch, rollout_scalars
 
 check()

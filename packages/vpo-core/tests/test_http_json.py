@@ -30,9 +30,9 @@ from vpo_core.http_json import (
     parse_json,
     request_json,
 )
-from vpo_core.models.openai import EndpointError, OpenAISampler
-from vpo_core.models.prefill import PrefillError, ServerPrefill
-from vpo_core.models.settings import SamplingSettings
+from vpo_core.sampling_settings import SamplingSettings
+from vpo_engines.models.openai import EndpointError, OpenAISampler
+from vpo_engines.models.prefill import PrefillError, ServerPrefill
 
 # only the helper's own folder goes on sys.path (this folder holds a `vllm/` folder that would shadow the real
 # vllm for TRL's availability check)

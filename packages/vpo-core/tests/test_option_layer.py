@@ -211,8 +211,8 @@ ROW = re.compile(r"^  (\S+) +(.+ \[.*\])$")  # "  key   type [default]", the mea
 def _helps() -> dict[str, Any]:
     """Each command's --help, called the way its console script or app calls it."""
     from env_maze.cli import main as maze
-    from vpo_core.adapters.local.train import main as local
-    from vpo_core.cli import main as vpo
+    from vpo_engines.cli import main as vpo
+    from vpo_engines.local.train import main as local
 
     helps = {
         "env-maze score": lambda: maze(["score", "--help"]),

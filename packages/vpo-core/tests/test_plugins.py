@@ -91,7 +91,7 @@ def test_a_method_and_a_sampler_of_another_package_are_found_without_importing_i
         best = compute_advantages(RolloutBatch.of(rewards, w_star=[0.5, 0.5]), AdvantageConfig.parse("best_of_m")).tolist()
         check_weight_options(1.0, 8, "centre")
         import dataclasses
-        from vpo_core.adapters.local.config import TrainConfig, parse_overrides
+        from vpo_engines.local.config import TrainConfig, parse_overrides
         config = parse_overrides(["method=best_of_m", "weight_sampler=centre"])  # the engine reads both registries
         helps = {f.name: f.metadata["help"] for f in dataclasses.fields(TrainConfig)}
         listed["engine"] = [config.method, config.weight_sampler, "centre" in helps["weight_sampler"]]

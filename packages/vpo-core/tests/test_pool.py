@@ -284,7 +284,7 @@ def test_a_k_larger_than_the_pool_is_refused_when_asked_and_named_by_default(cap
 def test_evaluate_policy_refuses_a_k_beyond_its_pools_before_sampling():
     from vpo_core.errors import ConfigError
     from vpo_core.evaluation import evaluate_policy
-    from vpo_core.models.settings import SamplingSettings
+    from vpo_core.sampling_settings import SamplingSettings
 
     class Counting:
         calls = 0

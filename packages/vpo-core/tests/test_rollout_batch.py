@@ -245,7 +245,7 @@ SAVED_CONFIG = {  # config.json of a local run written before AdvantageConfig ex
 
 
 def test_a_saved_config_json_replays_and_resumes_with_the_same_flat_keys(tmp_path):
-    from vpo_core.adapters.local.config import parse_overrides
+    from vpo_engines.local.config import parse_overrides
 
     path = tmp_path / "config.json"
     path.write_text(json.dumps(SAVED_CONFIG))

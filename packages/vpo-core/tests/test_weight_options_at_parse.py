@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from vpo_core.adapters.local.config import parse_overrides
 from vpo_core.errors import ConfigError
+from vpo_engines.local.config import parse_overrides
 
 BAD = [
     (["alpha=1e300"], "alpha"),
@@ -31,8 +31,8 @@ def test_the_local_engine_keeps_the_defaults():
 
 @pytest.mark.parametrize(("options", "named"), BAD)
 def test_trl_refuses_bad_weight_options_when_it_reads_them(options, named):
-    from vpo_core.adapters.trl.train import TRLTrainConfig
     from vpo_core.cli_config import parse_config
+    from vpo_engines.trl.train import TRLTrainConfig
 
     with pytest.raises(ConfigError, match=named):
         parse_config(TRLTrainConfig, options, prog="trl")
@@ -41,7 +41,7 @@ def test_trl_refuses_bad_weight_options_when_it_reads_them(options, named):
 @pytest.mark.parametrize(("options", "named"), BAD[:2])
 def test_the_verl_launcher_refuses_bad_weight_options_before_composing(options, named, capsys):
     pytest.importorskip("hydra", reason="the veRL launcher composes with hydra: `uv sync --group verl`")
-    from vpo_core.adapters.verl.launch import main
+    from vpo_engines.verl.launch import main
 
     assert main(["env=maze-v1", "method=vpo", *options]) != 0
     assert named in capsys.readouterr().err

@@ -367,7 +367,7 @@ def test_jobs_run_the_library_commands_and_markers_of_app_paths_still_count(tmp_
 
     monkeypatch.setattr(subprocess, "run", fake_run)
     experiment.run_jobs(config, jobs)
-    expected = [[sys.executable, "-m", "vpo_core.adapters.local", *j.args] for j in jobs[1:]]
+    expected = [[sys.executable, "-m", "vpo_engines.local", *j.args] for j in jobs[1:]]
     assert sorted(commands) == sorted(expected)  # two at a time (jobs=2): independent jobs in either order
     assert all(experiment._is_done(config, j) for j in jobs)
     marker.write_text(json.dumps({"args": ["apps/evaluate.py", *warm.args[1:]]}))
@@ -375,10 +375,10 @@ def test_jobs_run_the_library_commands_and_markers_of_app_paths_still_count(tmp_
 
 
 def test_the_local_commands_module_dispatches_and_refuses_unknown_commands(capsys):
-    from vpo_core.adapters.local.__main__ import main
+    from vpo_engines.local.__main__ import main
 
     assert main(["nope"]) == 2
-    assert "usage: python -m vpo_core.adapters.local" in capsys.readouterr().err
+    assert "usage: python -m vpo_engines.local" in capsys.readouterr().err
     assert main(["evaluate", "--help"]) == 0
     assert "checkpoints" in capsys.readouterr().out
 

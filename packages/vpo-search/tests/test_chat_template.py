@@ -23,7 +23,7 @@ from vpo_search.cli import main as cli_main
 from vpo_search.engine import SearchError, problem_dir
 from vpo_search.preflight import EndpointError, check_template_options
 
-VLLM_TESTS = Path(__file__).resolve().parents[2] / "vpo-core" / "tests" / "vllm"
+VLLM_TESTS = Path(__file__).resolve().parents[2] / "vpo-engines" / "tests" / "vllm"
 sys.path.insert(0, str(VLLM_TESTS))
 from fake_vllm import FakeVllm  # noqa: E402
 

@@ -14,8 +14,8 @@ import pytest
 from vpo_core.errors import ServerError
 from vpo_search.preflight import EndpointError, check_endpoint, check_template_options
 
-# only the helper's own folder goes on sys.path (packages/vpo-core/tests holds a `vllm/` folder that would
-# shadow the real vllm for TRL's availability check)
+# only the helper's own folder goes on sys.path (a tests folder, such as packages/vpo-engines/tests, may
+# hold a `vllm/` folder that would shadow the real vllm for TRL's availability check)
 VPO_CORE_TESTS = Path(__file__).resolve().parents[2] / "vpo-core" / "tests" / "http_support"
 sys.path.insert(0, str(VPO_CORE_TESTS))
 from hostile_server import MODELS, flood, redirect, send_json, trickle  # noqa: E402

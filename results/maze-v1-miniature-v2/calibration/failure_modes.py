@@ -17,8 +17,8 @@ from collections import Counter
 import numpy as np
 
 import vpo_core
-from vpo_core.models.policy import load_policy
-from vpo_core.models.settings import SamplingSettings
+from vpo_core.sampling_settings import SamplingSettings
+from vpo_engines.models.policy import load_policy
 
 
 def walk(maze, moves):

@@ -15,9 +15,9 @@ import time
 
 import numpy as np
 
-from vpo_core.adapters.local.config import TrainConfig
-from vpo_core.adapters.local.train import build_policy, open_run
-from vpo_core.adapters.local.warmup import warm_up
+from vpo_engines.local.config import TrainConfig
+from vpo_engines.local.train import build_policy, open_run
+from vpo_engines.local.warmup import warm_up
 
 
 def main(argv: list[str]) -> None:

@@ -51,9 +51,9 @@ python3 apps/experiment.py env=maze-v1 recipe=v2 only=warm jobs=4 \
   warm_train="device=cuda warmup_steps=$N warmup_batch=64" > "$L/experiment.log" 2>&1 &
 calib() {  # name steps batch size-options...
   local name=$1 steps=$2 batch=$3; shift 3
-  python3 -m vpo_core.adapters.local train method=multi_rlvr seed=0 steps=0 eval_tasks=0 threads=1 device=cuda \
+  python3 -m vpo_engines.local train method=multi_rlvr seed=0 steps=0 eval_tasks=0 threads=1 device=cuda \
     warmup_steps=$steps warmup_batch=$batch "$@" out=$C/$name > "$L/calib-$name.log" 2>&1 \
-  && python3 -m vpo_core.adapters.local evaluate env=maze-v1 checkpoints=$C/$name@init tasks=50 samples=30 \
+  && python3 -m vpo_engines.local evaluate env=maze-v1 checkpoints=$C/$name@init tasks=50 samples=30 \
     max_new_tokens=384 out=$C/eval-$name > "$L/calib-eval-$name.log" 2>&1
 }
 calib b256-w$NB $NB 256 hidden_size=192 layers=4 heads=4 &
@@ -67,9 +67,9 @@ tail -3 "$L/experiment.log"
 
 # 3. RL seconds per step on the GPU from the new warm starts
 t0=$(date +%s)
-python3 -m vpo_core.adapters.local train method=vpo model=$W/random/warm-multi-seed0/init_model steps=6 \
+python3 -m vpo_engines.local train method=vpo model=$W/random/warm-multi-seed0/init_model steps=6 \
   max_new_tokens=384 device=cuda eval_tasks=0 out=/tmp/rl-vpo > "$L/rl-vpo.log" 2>&1 &
-python3 -m vpo_core.adapters.local train method=grpo model=$W/random/warm-single-seed0/init_model steps=6 \
+python3 -m vpo_engines.local train method=grpo model=$W/random/warm-single-seed0/init_model steps=6 \
   max_new_tokens=128 device=cuda eval_tasks=0 out=/tmp/rl-grpo > "$L/rl-grpo.log" 2>&1 &
 wait
 cp /tmp/rl-vpo/metrics.jsonl "$L/rl-vpo-metrics.jsonl" 2>/dev/null; cp /tmp/rl-grpo/metrics.jsonl "$L/rl-grpo-metrics.jsonl" 2>/dev/null

@@ -1,7 +1,7 @@
 """JSON over HTTP with the standard library, for every client of a server the user names.
 
-`vpo-eval`'s sampler (`vpo_core.models.openai`), the chat-template pre-fill
-(`vpo_core.models.prefill`), env-ultrafeedback's scorer client and vpo-search's endpoint check all send one
+`vpo-eval`'s sampler (`vpo_engines.models.openai`), the chat-template pre-fill
+(`vpo_engines.models.prefill`), env-ultrafeedback's scorer client and vpo-search's endpoint check all send one
 request and read one JSON answer through `request_json`. A server is not trusted to be well-behaved, so
 every request is bounded:
 

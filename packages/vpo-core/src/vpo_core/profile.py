@@ -219,7 +219,7 @@ class CollinearityRow:
 
     The table of the appendix "Reward Collinearity Predicts When VPO Helps" gives, per domain, the
     on-policy ρ̄ and best@16 (under w*) of the VPO and the GRPO checkpoints. The collinearity diagnostic
-    (`vpo_core.diagnose`, ``vpo diagnose paper=true``) prints the rows of the installed envs above the
+    (`vpo_engines.diagnose`, ``vpo diagnose paper=true``) prints the rows of the installed envs above the
     diagnosed env's own row. The printed Δ comes from unrounded best@16, so it can differ from the
     difference of the rounded columns.
 

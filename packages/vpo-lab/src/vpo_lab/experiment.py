@@ -10,7 +10,7 @@
 4. the compact summary of each run (config, per-step metrics gzipped, pools as ``.npz``) copied into
    ``out/``, where `vpo_lab.experiment_report` turns it into tables with intervals.
 
-Every job runs as a subprocess of the local engine's commands (``python -m vpo_core.adapters.local
+Every job runs as a subprocess of the local engine's commands (``python -m vpo_engines.local
 train|evaluate``, what ``apps/train.py`` and ``apps/evaluate.py`` run; no checkout needed) and leaves a
 ``done.json`` marker holding its command, so re-running the same command skips what is finished and
 resumes what is not (a killed RL run resumes from its checkpoint; markers written when jobs ran
@@ -187,7 +187,7 @@ class Job:
         name: Unique name (also the folder of its marker).
         kind: ``"warm"``, ``"train"`` or ``"eval"``.
         args: The command and its options: ``["train" | "evaluate", key=value, ...]``, run as
-            ``python -m vpo_core.adapters.local <args>``.
+            ``python -m vpo_engines.local <args>``.
         after: Names of the jobs that must finish first.
         info: What the summary needs to know (method, seed, mode, variant, run directory).
     """
@@ -397,7 +397,7 @@ def _run_job(config: ExperimentConfig, job: Job) -> float:
     log_file = log_dir / f"{job.name.replace('/', '__').replace('@', '-')}.log"
     started = time.perf_counter()
     with log_file.open("a") as log:
-        command = [sys.executable, "-m", "vpo_core.adapters.local", *job.args]
+        command = [sys.executable, "-m", "vpo_engines.local", *job.args]
         log.write(f"$ {' '.join(command)}\n")
         log.flush()
         result = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT)

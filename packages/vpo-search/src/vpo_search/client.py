@@ -11,7 +11,7 @@ not sent (the ledger keeps the prompt that was).
 The env's chat-template options (`SearchContext.chat_template_kwargs`; Qwen3's thinking off) travel in each
 request as vLLM's ``chat_template_kwargs`` extra field, and the text the served template then pre-fills in
 the assistant turn (Qwen3's empty think block), which no server returns, is learned from the vLLM server
-(`vpo_core.models.prefill.ServerPrefill`, the same code `vpo-eval` uses) and put before each completion: the
+(`vpo_engines.models.prefill.ServerPrefill`, the same code `vpo-eval` uses) and put before each completion: the
 env parses the whole assistant turn, as in training and evaluation.
 
 A candidate the completion lacks (malformed output) is handed out as an empty reply: OpenEvolve records
@@ -28,7 +28,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-from vpo_core.models.prefill import ServerPrefill
+from vpo_engines.models.prefill import ServerPrefill
 from vpo_search.context import SearchContext, load_context
 from vpo_search.ledger import Ledger
 from vpo_search.protocol import candidate_program

@@ -21,7 +21,7 @@ from vpo_core.http_json import (
     for_terminal,
     request_json,
 )
-from vpo_core.models.prefill import PROBE, PrefillError, ServerPrefill, served_by_vllm
+from vpo_engines.models.prefill import PROBE, PrefillError, ServerPrefill, served_by_vllm
 
 __all__ = ["EndpointError", "check_endpoint", "check_template_options"]
 
@@ -100,7 +100,7 @@ def check_template_options(
     """Check that the endpoint takes chat-template `options` and can say what its template then pre-fills.
 
     Only vLLM takes ``chat_template_kwargs`` in a chat request (its model list says ``owned_by: vllm``);
-    the pre-fill is learned from its ``/tokenize`` endpoint (`vpo_core.models.prefill`).
+    the pre-fill is learned from its ``/tokenize`` endpoint (`vpo_engines.models.prefill`).
 
     Args:
         base_url: The endpoint, e.g. ``http://127.0.0.1:8000/v1``.

@@ -11,9 +11,8 @@
   a training run's before/after comparison (`before_after`, in `sampling` beside `EvalResult`);
 - `vpo_core.evaluation.plots`: best@k against k (needs matplotlib, imported when drawing).
 
-The evaluation command (``vpo-eval``, ``vpo eval``) is `vpo_core.evaluation.cli`: backends for an
-OpenAI-compatible server (numpy only), transformers and vLLM (the model floor's samplers, `vpo_core.models`),
-one ``results.json`` schema (`results.schema.json`).
+The evaluation command (``vpo-eval``, ``vpo eval``) is `vpo_engines.evaluate` in the vpo-engines package: it
+samples a model through the model floor's samplers and scores it with this package.
 """
 
 from __future__ import annotations

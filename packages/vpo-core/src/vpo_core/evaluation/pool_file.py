@@ -80,8 +80,8 @@ class SavedPool:
 
 
 def package_versions() -> dict[str, str]:
-    """Versions of vpo-core, numpy, the installed env packages and Python."""
-    names = ["vpo-core", "numpy"]
+    """Versions of vpo-core, vpo-engines (where installed), numpy, the installed env packages and Python."""
+    names = ["vpo-core", "vpo-engines", "numpy"]
     for ep in importlib.metadata.entry_points(group="vpo.envs"):
         if ep.dist is not None and ep.dist.name not in names:
             names.append(ep.dist.name)

@@ -10,7 +10,7 @@
   numbers) of the settings that define a run; the server's address (``base_url``) is left out, as
   the same model served elsewhere is the same run.
 - `RESULTS_SCHEMA_VERSION`: the version of the evaluation command's ``results.json`` layout
-  (`vpo_core.evaluation.cli`; the schema is documented in docs/evaluation.md);
+  (`vpo_engines.evaluate`; the schema is documented in docs/evaluation.md);
 
 Example:
     >>> settings_digest({"env": "maze-v1", "temperature": 0.7, "base_url": "http://a/v1"}) == settings_digest(

@@ -24,7 +24,7 @@ from vpo_core.errors import ConfigError
 from vpo_core.evaluation.metrics import KS, pool_curve, pool_summary, task_pool_metrics
 from vpo_core.evaluation.reporting import standard_errors
 from vpo_core.methods import goal_weights
-from vpo_core.models.settings import SamplingSettings
+from vpo_core.sampling_settings import SamplingSettings
 from vpo_core.types import Message, Task
 
 if TYPE_CHECKING:
@@ -47,8 +47,8 @@ CONDITIONINGS = ("w_star", "dirichlet")
 class Sampler(Protocol):
     """What evaluation samples from.
 
-    `vpo_core.models.policy.Policy`, `vpo_core.models.vllm.VllmSampler` or `vpo_core.models.openai.OpenAISampler`
-    (the model floor, `vpo_core.models`).
+    `vpo_engines.models.policy.Policy`, `vpo_engines.models.vllm.VllmSampler` or `vpo_engines.models.openai.OpenAISampler`
+    (the model floor, `vpo_engines.models`).
     """
 
     def prompt_text(self, messages: Sequence[Message]) -> str:

@@ -1,1 +1,0 @@
-"""Engine adapters: the only modules that import torch, transformers or verl (lazily, via extras)."""
