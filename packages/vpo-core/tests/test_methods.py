@@ -138,7 +138,9 @@ def test_registered_normalisers_are_the_public_functions():
 
 
 def _sources() -> list[Path]:
-    return [*sorted((ROOT / "packages" / "vpo-core" / "src").rglob("*.py")), *sorted((ROOT / "apps").rglob("*.py"))]
+    """vpo-core's and vpo-engines' sources (the library and the engines that call it) and the apps."""
+    roots = [ROOT / "packages" / "vpo-core" / "src", ROOT / "packages" / "vpo-engines" / "src", ROOT / "apps"]
+    return [path for root in roots for path in sorted(root.rglob("*.py"))]
 
 
 @pytest.mark.parametrize(
