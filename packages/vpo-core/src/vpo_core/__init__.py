@@ -1,7 +1,8 @@
 """vpo-core: the vector-reward environment protocol, VPO and every baseline estimator, and metrics.
 
-The base install needs numpy only; engine adapters and the gymnasium wrapper import their heavy
-dependencies lazily.
+The base install needs numpy only; the gymnasium view imports gymnasium lazily. What runs models over this
+library (the model floor, the local, TRL and veRL engines, ``vpo eval`` and the ``vpo`` command) is the
+vpo-engines package.
 """
 
 from vpo_core.advantages import AdvantageConfig, compute_advantages
