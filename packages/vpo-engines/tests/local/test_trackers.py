@@ -56,7 +56,7 @@ def test_wandb_offline_needs_no_account(tmp_path, monkeypatch, tiny_run):
 def test_a_missing_tracker_package_is_named(tmp_path, monkeypatch, name, package):
     monkeypatch.setitem(sys.modules, package, None)
     with pytest.raises(
-        ValueError, match=rf"logger={name} needs the {name} package: pip install 'vpo-core\[tracking\]'"
+        ValueError, match=rf"logger={name} needs the {name} package: pip install 'vpo-engines\[tracking\]'"
     ):
         open_trackers([name], tmp_path, config={})
 
