@@ -1,4 +1,4 @@
-"""``uv run apps/new_env.py NAME``: the same command as ``vpo new-env NAME``."""
+"""``uv run apps/new_env.py name=NAME``: the same command as ``vpo new-env name=NAME``."""
 
 import sys
 

@@ -137,11 +137,11 @@ def test_every_template_field_is_filled():
 
 def test_the_command_refuses_to_overwrite_and_needs_a_root(tmp_path, capsys):
     (tmp_path / "packages" / "env-count").mkdir(parents=True)
-    assert main(["count", "--root", str(tmp_path)]) == 2
+    assert main(["name=count", f"root={tmp_path}"]) == 2
     assert "already exists" in capsys.readouterr().err
-    assert main(["other", "--root", str(tmp_path)]) == 2
+    assert main(["name=other", f"root={tmp_path}"]) == 2
     assert "pyproject.toml not found" in capsys.readouterr().err
-    assert main(["other", "--root", str(tmp_path), "--no-register"]) == 0
+    assert main(["name=other", f"root={tmp_path}", "register=false"]) == 0
     assert (tmp_path / "packages" / "env-other" / "src" / "env_other" / "_env.py").is_file()
 
 
@@ -153,7 +153,7 @@ def test_a_bug_in_the_command_is_a_traceback_not_a_one_line_message(tmp_path, mo
 
     monkeypatch.setattr(scaffold_module, "render", broken)
     with pytest.raises(ValueError, match="substring not found"):
-        main(["other", "--root", str(tmp_path), "--no-register"])
+        main(["name=other", f"root={tmp_path}", "register=false"])
 
 
 def test_one_line_arrays_and_tables_without_first_party_lists(tmp_path):
@@ -178,7 +178,7 @@ def test_a_bad_name_leaves_the_workspace_as_it_was(tmp_path, capsys, name):
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     (tmp_path / "packages").mkdir()
     before = (tmp_path / "pyproject.toml").read_bytes()
-    assert main([name, "--root", str(tmp_path)]) == 2
+    assert main([f"name={name}", f"root={tmp_path}"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: env name")
     assert err.count("\n") == 1
@@ -205,7 +205,7 @@ def test_an_edit_that_would_not_register_the_package_is_refused_and_nothing_is_w
     )
     before = pyproject.read_bytes()
     (tmp_path / "packages").mkdir()
-    assert main(["count", "--root", str(tmp_path)]) == 2
+    assert main(["name=count", f"root={tmp_path}"]) == 2
     assert "did not register it" in capsys.readouterr().err
     assert pyproject.read_bytes() == before
     assert not (tmp_path / "packages" / "env-count").exists()

@@ -3,7 +3,7 @@
     vpo train env=maze-v1 method=vpo            # train (engine=local, the default; engine=verl|trl)
     vpo eval env=maze-v1 checkpoints=runs/x     # evaluate checkpoints or a served model
     vpo diagnose env=maze-v1 vpo=pool_vpo.npy   # will VPO help? ρ̄ and best@16 of saved pools
-    vpo new-env count                           # create packages/env-count/
+    vpo new-env name=count                      # create packages/env-count/
     vpo search arm=vpo base_url=...             # test-time search (the vpo-search package)
 
 Each command is one entry of `COMMANDS`, a ``"module:function"`` reference resolved only when the command

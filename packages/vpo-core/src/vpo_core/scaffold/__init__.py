@@ -1,4 +1,4 @@
-"""``vpo new-env NAME``: create ``packages/env-NAME/``, a new env package of the standard shape.
+"""``vpo new-env name=NAME``: create ``packages/env-NAME/``, a new env package of the standard shape.
 
 The package is a working toy domain (name a target number; reward (exact, close)) with every shared
 file role: ``_env.py`` (the `TextEnv`), ``_data.py``, ``_prompts.py``, ``_parse.py``, ``_reward.py``,
@@ -15,7 +15,6 @@ does not apply to a domain package, which its author rewrites right away.
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import re
 import string
@@ -24,9 +23,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from vpo_core.cli_config import option, run_cli
 from vpo_core.errors import ConfigError, DataFileError, MissingDataError, UserError
 
-__all__ = ["MAX_NAME_LENGTH", "Names", "main", "names_for", "register_in_workspace", "render", "scaffold"]
+__all__ = [
+    "MAX_NAME_LENGTH",
+    "Names",
+    "NewEnvConfig",
+    "main",
+    "names_for",
+    "register_in_workspace",
+    "render",
+    "scaffold",
+]
 
 TEMPLATES = Path(__file__).parent / "templates"
 _NAME = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")  # matched whole (fullmatch: no trailing newline)
@@ -255,20 +264,27 @@ def scaffold(name: str, root: str | Path = ".", *, register: bool = True) -> tup
     return target, changes
 
 
+@dataclass(frozen=True)
+class NewEnvConfig:
+    """The options of ``vpo new-env``."""
+
+    name: str = option(help="bare env name: lowercase letters and digits, words joined by '-' (e.g. count)")
+    root: str = option(".", help="workspace root holding pyproject.toml")
+    register: bool = option(True, help="add the package to the root pyproject.toml (false: add it by hand)")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Command line: ``vpo new-env NAME [--root DIR] [--no-register]``."""
-    parser = argparse.ArgumentParser(
+    """Command line: ``vpo new-env name=NAME [root=DIR] [register=false]``."""
+    args = run_cli(
+        NewEnvConfig,
+        argv,
         prog="vpo new-env",
         description="Create packages/env-NAME/: a new env package of the standard shape, registered as NAME-v1.",
     )
-    parser.add_argument("name", help="bare env name: lowercase letters and digits, words joined by '-'")
-    parser.add_argument("--root", default=".", help="workspace root holding pyproject.toml (default: .)")
-    parser.add_argument(
-        "--no-register", action="store_true", help="leave the root pyproject.toml alone (add the package by hand)"
-    )
-    args = parser.parse_args(argv)
+    if isinstance(args, int):
+        return args
     try:
-        target, changes = scaffold(args.name, args.root, register=not args.no_register)
+        target, changes = scaffold(args.name, args.root, register=args.register)
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
