@@ -104,7 +104,7 @@ def test_generated_env_composes_on_the_verl_path(workspace, tmp_path):
     _, _, env = workspace
     args = ["engine=verl", "env=word-count-v1", "method=vpo", f"out={tmp_path}", "--dry-run"]
     out = _run([sys.executable, str(ROOT / "apps" / "train.py"), *args], cwd=ROOT, env=env)
-    assert out.startswith("veRL run: word-count-v1 x vpo (n = 8), values from vpo-core's generic defaults")
+    assert out.startswith("veRL run: word-count-v1 x vpo (n = 8), values from vpo-engines' generic defaults")
     assert (tmp_path / "verl_config.yaml").is_file()
 
 

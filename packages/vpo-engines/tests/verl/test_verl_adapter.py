@@ -226,7 +226,7 @@ def test_an_env_without_a_recipe_gets_the_generic_defaults_and_composes(toy_env_
 def test_an_env_without_a_recipe_runs_the_whole_cpu_path(toy_env_ref, tmp_path, tokenizer, capsys):
     out = tmp_path / "run"
     assert main([f"env={toy_env_ref}", "method=vpo", f"out={out}", "--dry-run"]) == 0
-    assert "vpo-core's generic defaults" in capsys.readouterr().out
+    assert "vpo-engines' generic defaults" in capsys.readouterr().out
     path = export_split(tmp_path / "train.parquet", toy_env_ref, "train", "vpo")
     row = datasets.Dataset.from_parquet(str(path))[3]
     text = "<answer_1>3</answer_1><answer_2>5</answer_2><answer_3>4</answer_3>"

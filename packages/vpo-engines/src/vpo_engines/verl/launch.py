@@ -409,7 +409,7 @@ def summary(p: LaunchPlan) -> str:
     """The short human summary printed before anything else."""
     c = p.cell
     chat = ", ".join(f"{k}={v}" for k, v in c.chat_template_kwargs.items()) or "none"
-    source = f"the paper recipe of {c.env_id}" if c.paper_recipe else "vpo-core's generic defaults (no recipe)"
+    source = f"the paper recipe of {c.env_id}" if c.paper_recipe else "vpo-engines' generic defaults (no recipe)"
     draws = WEIGHT_SAMPLERS[p.options["weight_sampler"]].description
     vpo = f"K = {p.options['num_weights']} {draws} per group, alpha {p.options['alpha']}, seed {p.options['seed']}"
     total = c.n_gpus * c.nnodes

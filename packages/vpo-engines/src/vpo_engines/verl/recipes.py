@@ -103,7 +103,7 @@ def generic_recipe(profile: EnvProfile) -> VerlRecipe:
     micro-batch 8), prompts up to 2048 tokens, one epoch, `GENERIC_MODEL`; responses take the env's
     training token budgets (``profile.train``).
     """
-    src = "vpo-core generic default (the env declares no recipe)"
+    src = "vpo-engines generic default (the env declares no recipe)"
     return VerlRecipe(
         model=GENERIC_MODEL,
         n_gpus=4,
