@@ -1,6 +1,6 @@
 """The scorer client against hostile local servers: no redirect, bounded reads, a deadline, checked answers.
 
-The requests go through `vpo_core.http_json` (its own tests: packages/vpo-core/tests/test_http_json.py);
+The requests go through `vpo_core.http_json` (its own tests: packages/vpo-engines/tests/test_http_json.py);
 these check the scorer client's use of it. Each server is a real ``http.server`` on 127.0.0.1.
 """
 

@@ -1,6 +1,6 @@
 """vpo-search's endpoint check against hostile local servers: no redirect, bounded reads, a deadline.
 
-The requests go through `vpo_core.http_json` (its own tests: packages/vpo-core/tests/test_http_json.py).
+The requests go through `vpo_core.http_json` (its own tests: packages/vpo-engines/tests/test_http_json.py).
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ from vpo_engines.models.prefill import PrefillError, ServerPrefill
 
 # only the helper's own folder goes on sys.path (this folder holds a `vllm/` folder that would shadow the real
 # vllm for TRL's availability check)
-sys.path.insert(0, str(Path(__file__).resolve().parent / "http_support"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "vpo-core" / "tests" / "http_support"))
 from hostile_server import MODELS, answer, flood, redirect, route, send_json, trickle
 
 MiB = 1024 * 1024
